@@ -1,0 +1,58 @@
+# The README's commands are targets here. Everything the project needs is
+# installed by these targets; nothing is installed by hand.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CLUSTER_DIR ?= .cluster/default
+PYTEST_ARGS ?=
+
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean
+
+## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
+setup: system-packages $(VENV)/.installed binaries
+
+system-packages:
+	hack/install-system-packages.sh
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+## binaries: build etcd, Kubernetes, kwok and krew from Go modules (cached outside git)
+binaries:
+	hack/build-binaries.sh
+
+## demo: set everything up, start the local cluster and run the plugin against it
+demo: setup cluster-up
+	PATH="$(CURDIR)/$(BIN):$$PATH" hack/demo.sh $(CLUSTER_DIR)/kubeconfig
+
+## test: every test, unit and integration (the latter against a real local control plane)
+test: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest -m "not integration" $(PYTEST_ARGS)
+
+integration: setup
+	$(BIN)/pytest -m integration $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+cluster-up: binaries
+	$(PYTHON) hack/cluster.py up --dir $(CLUSTER_DIR)
+
+cluster-down:
+	$(PYTHON) hack/cluster.py down --dir $(CLUSTER_DIR)
+
+cluster-status:
+	$(PYTHON) hack/cluster.py status --dir $(CLUSTER_DIR)
+
+clean: cluster-down
+	$(PYTHON) hack/cluster.py down --dir .cluster/tests
+	rm -rf $(VENV) .bin .cluster build dist *.egg-info

@@ -1,0 +1,217 @@
+"""Reaching the cluster: kubeconfig resolution like kubectl's, and one client per invocation.
+
+This is the only module that turns kubeconfig files into an API client. It
+follows kubectl's precedence: ``--kubeconfig`` (one file) over ``KUBECONFIG``
+(a list of files joined by ``os.pathsep``, merged, first one wins) over
+``~/.kube/config``; ``--context`` over the current context; ``--namespace``
+over the context's namespace over ``default``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.kube_config import KubeConfigMerger
+
+from kubectl_rollout import __version__
+from kubectl_rollout.errors import UserFacingError
+
+#: What to do when the local test cluster is not running (README, first command).
+LOCAL_CLUSTER_HINT = "start the local cluster with `make cluster-up` (or `make demo`) from a checkout"
+
+
+class ClusterAccessError(UserFacingError):
+    """The cluster cannot be reached, or the kubeconfig does not say how."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionSettings:
+    """The global flags every command shares, as kubectl names them."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    #: seconds; 0 means no timeout, as for kubectl's --request-timeout
+    request_timeout: float = 0.0
+
+
+def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str]) -> list[Path]:
+    """The kubeconfig files kubectl would read, in precedence order."""
+    if explicit:
+        return [Path(explicit).expanduser()]
+    listed = environ.get("KUBECONFIG", "")
+    if listed:
+        return [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
+    return [Path("~/.kube/config").expanduser()]
+
+
+class _TimeoutApiClient(client.ApiClient):
+    """An API client that applies --request-timeout to every request that sets none.
+
+    Watches are left alone: their streams stay open on purpose, and the server
+    side ``timeoutSeconds`` of each watch bounds them.
+    """
+
+    def __init__(self, configuration: client.Configuration, request_timeout: float) -> None:
+        super().__init__(configuration)
+        self._default_timeout = request_timeout or None
+
+    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_request_timeout") is None and self._default_timeout and "watch=true" not in url:
+            kwargs["_request_timeout"] = self._default_timeout
+        return super().call_api(method, url, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A connection to one cluster, under one context, defaulting to one namespace."""
+
+    api_client: client.ApiClient
+    context: str
+    server: str
+    namespace: str
+
+    @cached_property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api_client)
+
+    @cached_property
+    def apps(self) -> client.AppsV1Api:
+        return client.AppsV1Api(self.api_client)
+
+    @cached_property
+    def policy(self) -> client.PolicyV1Api:
+        return client.PolicyV1Api(self.api_client)
+
+    @cached_property
+    def coordination(self) -> client.CoordinationV1Api:
+        return client.CoordinationV1Api(self.api_client)
+
+    @cached_property
+    def events(self) -> client.EventsV1Api:
+        return client.EventsV1Api(self.api_client)
+
+    def server_version(self) -> str:
+        """The API server's gitVersion; the first request most commands make."""
+        try:
+            info = client.VersionApi(self.api_client).get_code()
+        except (urllib3.exceptions.HTTPError, ApiException, OSError) as err:
+            raise describe_transport_failure(err, self) from err
+        return str(info.git_version)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+
+def connect(settings: ConnectionSettings, environ: Mapping[str, str] | None = None) -> Cluster:
+    """Build a client from the kubeconfig; raises ClusterAccessError with a next step."""
+    env = os.environ if environ is None else environ
+    paths = kubeconfig_paths(settings.kubeconfig, env)
+    existing = [p for p in paths if p.is_file()]
+    if settings.kubeconfig and not existing:
+        raise ClusterAccessError(f"kubeconfig {paths[0]} does not exist; check the --kubeconfig path")
+    if not existing:
+        where = "KUBECONFIG=" + env["KUBECONFIG"] if env.get("KUBECONFIG") else str(paths[0])
+        raise ClusterAccessError(
+            f"no kubeconfig found ({where}); pass --kubeconfig, set KUBECONFIG, or {LOCAL_CLUSTER_HINT}"
+        )
+    joined = os.pathsep.join(str(p) for p in existing)
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=joined)
+    except ConfigException as err:
+        raise ClusterAccessError(f"cannot read kubeconfig {joined}: {err}") from err
+    names = [c["name"] for c in contexts or []]
+    context_name = settings.context or _first_current_context(existing)
+    if not context_name:
+        raise ClusterAccessError(
+            f"kubeconfig {joined} has no current context; pass --context (one of: {', '.join(names) or 'none'})"
+        )
+    if context_name not in names:
+        raise ClusterAccessError(
+            f'context "{context_name}" not found in kubeconfig {joined}; '
+            f"available contexts: {', '.join(names) or 'none'}"
+        )
+    context = next(c for c in contexts if c["name"] == context_name)
+
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(
+            config_file=joined,
+            context=context_name,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except ConfigException as err:
+        raise ClusterAccessError(f'kubeconfig context "{context_name}" is not usable: {err}') from err
+    # One connection-level retry for a dropped keep-alive; the engines own every
+    # other retry decision (tenacity policies that know what a 429 means).
+    configuration.retries = 1
+    namespace = settings.namespace or context.get("context", {}).get("namespace") or "default"
+    api_client = _TimeoutApiClient(configuration, settings.request_timeout)
+    api_client.user_agent = f"kubectl-rollout-plus/{__version__}"
+    return Cluster(api_client=api_client, context=context_name, server=configuration.host, namespace=namespace)
+
+
+def _first_current_context(paths: list[Path]) -> str | None:
+    # The client's merger lets the last file's current-context win; kubectl
+    # lets the first file that sets one win.
+    for path in paths:
+        name = KubeConfigMerger(str(path)).config.value.get("current-context")
+        if name:
+            return str(name)
+    return None
+
+
+def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFacingError:
+    """Turn a connection or authentication failure into one actionable line."""
+    where = f'the Kubernetes API server at {cluster.server} (context "{cluster.context}")'
+    if isinstance(err, ApiException):
+        if err.status == 401:
+            return ClusterAccessError(
+                f"{where} rejected the credentials (401 Unauthorized); refresh them in your kubeconfig and retry"
+            )
+        return ClusterAccessError(f"{where} answered {err.status} {err.reason}: {_api_message(err)}")
+    reason = getattr(err, "reason", None) or err
+    text = str(reason)
+    if "CERTIFICATE_VERIFY_FAILED" in text or isinstance(reason, urllib3.exceptions.SSLError):
+        return ClusterAccessError(
+            f"TLS verification with {where} failed ({_short(text)}); "
+            "check certificate-authority-data in your kubeconfig"
+        )
+    host = urlsplit(cluster.server).hostname or ""
+    hint = (
+        LOCAL_CLUSTER_HINT
+        if host in ("127.0.0.1", "localhost", "::1")
+        else ("check that the cluster is up and reachable from here (VPN, proxy, firewall)")
+    )
+    if "refused" in text.lower():
+        return ClusterAccessError(f"cannot reach {where}: connection refused; {hint}")
+    # urllib3's NewConnectionError (DNS, no route) subclasses its ConnectTimeoutError.
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return ClusterAccessError(f"cannot reach {where}: {_short(text)}; {hint}")
+    if "timed out" in text.lower() or isinstance(reason, urllib3.exceptions.TimeoutError):
+        return ClusterAccessError(f"{where} did not answer in time; check --request-timeout and your network")
+    return ClusterAccessError(f"cannot reach {where}: {_short(text)}; {hint}")
+
+
+def _api_message(err: ApiException) -> str:
+    try:
+        return str(json.loads(err.body or "").get("message", err.body))
+    except (TypeError, ValueError):
+        return str(err.body or err.reason)
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

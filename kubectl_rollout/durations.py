@@ -1,0 +1,44 @@
+"""Durations written the way kubectl accepts them: ``0``, ``30``, ``1.5s``, ``2m30s``, ``250ms``.
+
+A bare number means seconds, as in kubectl's ``--request-timeout`` (client-go
+appends the "s" itself). Units are Go's ``time.ParseDuration`` units.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Return ``text`` in seconds; raise ``ValueError`` naming the bad input.
+
+    Negative durations are refused: no flag of ours means anything by them.
+    """
+    raw = text.strip()
+    if not raw:
+        raise ValueError("empty duration; use a number of seconds or a value like 30s, 2m or 1h30m")
+    if raw.startswith("-"):
+        raise ValueError(f"negative duration {text!r}; use 0 or a positive value like 30s")
+    if re.fullmatch(r"\d+", raw):
+        return float(raw)
+    position = 0
+    total = 0.0
+    for match in _PART.finditer(raw):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    if position != len(raw) or position == 0:
+        raise ValueError(f"invalid duration {text!r}; use a number of seconds or a value like 30s, 2m or 1h30m")
+    return total

@@ -1,0 +1,98 @@
+"""Fixtures shared by every test.
+
+Integration tests (marked ``integration``) run against the real local control
+plane of hack/cluster.py. The session fixture starts it in ``.cluster/tests``
+(or reuses it there when it is already healthy), unless
+``ROLLOUT_PLUS_TEST_KUBECONFIG`` points at a running cluster. A cluster the
+fixture started is stopped at the end of the session unless
+``ROLLOUT_PLUS_KEEP_CLUSTER=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import watching
+from kubernetes import client
+
+from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_CLUSTER_DIR = ROOT / ".cluster" / "tests"
+
+
+def _cluster_is_healthy(workdir: Path) -> bool:
+    status = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "cluster.py"), "status", "--dir", str(workdir)], capture_output=True
+    )
+    return status.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[Path]:
+    """Path of an admin kubeconfig for the real local control plane."""
+    given = os.environ.get("ROLLOUT_PLUS_TEST_KUBECONFIG")
+    if given:
+        yield Path(given)
+        return
+    was_running = _cluster_is_healthy(TEST_CLUSTER_DIR)
+    up = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(TEST_CLUSTER_DIR)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if up.returncode != 0:
+        pytest.fail(
+            f"the local control plane did not start (hack/cluster.py up exited {up.returncode}); "
+            f"see {TEST_CLUSTER_DIR / 'logs'}",
+            pytrace=False,
+        )
+    yield Path(up.stdout.strip().splitlines()[-1])
+    if not was_running and os.environ.get("ROLLOUT_PLUS_KEEP_CLUSTER") != "1":
+        subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(TEST_CLUSTER_DIR)])
+
+
+@pytest.fixture(scope="session")
+def cluster(kubeconfig: Path) -> Iterator[Cluster]:
+    """Our own cluster access layer, connected as the admin user."""
+    connection = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace per test, deleted afterwards (without waiting for it)."""
+    stem = request.node.name.lower().replace("_", "-")
+    stem = "".join(ch for ch in stem if ch.isalnum() or ch == "-")[:40].strip("-")
+    name = f"{stem}-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    # The service-account controller creates "default"; until it has, the
+    # ServiceAccount admission plugin refuses every pod in the namespace.
+    watching.until(
+        cluster.core.list_namespaced_service_account,
+        lambda sa: sa.metadata.name == "default",
+        namespace=name,
+        timeout=30,
+        what=f"serviceaccount default in {name}",
+    )
+    yield name
+    try:
+        cluster.core.delete_namespace(name)
+    except client.ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Everything under tests/integration needs the cluster; mark it so that
+    # `-m "not integration"` selects the unit tests alone.
+    for item in items:
+        if "integration" in Path(str(item.fspath)).parts:
+            item.add_marker(pytest.mark.integration)

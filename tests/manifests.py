@@ -1,0 +1,74 @@
+"""Small builders for the objects tests create, as plain dicts the client accepts.
+
+Pod behaviour under kwok is chosen by annotation (hack/kwok/stages.yaml):
+``rollout-plus.test/ready-after``, ``rollout-plus.test/behaviour``,
+``rollout-plus.test/on-sigterm``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IMAGE = "registry.example/app:v1"
+READY_AFTER = "rollout-plus.test/ready-after"
+BEHAVIOUR = "rollout-plus.test/behaviour"
+RESTART_EVERY = "rollout-plus.test/restart-every"
+ON_SIGTERM = "rollout-plus.test/on-sigterm"
+
+
+def pod_template(app: str, annotations: dict[str, str] | None = None, image: str = IMAGE) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app}, "annotations": annotations or {}},
+        "spec": {"containers": [{"name": "app", "image": image}], "terminationGracePeriodSeconds": 30},
+    }
+
+
+def deployment(
+    name: str,
+    *,
+    replicas: int,
+    annotations: dict[str, str] | None = None,
+    strategy: dict[str, Any] | None = None,
+    min_ready_seconds: int = 0,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": pod_template(name, annotations),
+        "minReadySeconds": min_ready_seconds,
+    }
+    if strategy is not None:
+        spec["strategy"] = strategy
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec}
+
+
+def pdb(
+    name: str,
+    *,
+    app: str,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+    unhealthy_pod_eviction_policy: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": app}}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    if unhealthy_pod_eviction_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_pod_eviction_policy
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec}
+
+
+def pod(
+    name: str, *, annotations: dict[str, str] | None = None, restart_policy: str = "Always", grace_period: int = 30
+) -> dict[str, Any]:
+    template = pod_template(name, annotations)
+    template["metadata"]["name"] = name
+    template["spec"]["restartPolicy"] = restart_policy
+    template["spec"]["terminationGracePeriodSeconds"] = grace_period
+    return {"apiVersion": "v1", "kind": "Pod", **template}
+
+
+def eviction(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}

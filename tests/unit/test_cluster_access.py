@@ -1,0 +1,169 @@
+"""Kubeconfig resolution as kubectl does it, and the one-line error when no cluster answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubectl_rollout.cluster_access import ClusterAccessError, ConnectionSettings, connect, kubeconfig_paths
+
+
+def write_kubeconfig(path: Path, *, contexts: dict[str, tuple[str, str | None]], current: str | None) -> Path:
+    """contexts: name -> (server, namespace)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": f"{n}-cluster", "cluster": {"server": server, "insecure-skip-tls-verify": True}}
+            for n, (server, _) in contexts.items()
+        ],
+        "users": [{"name": f"{n}-user", "user": {"token": "t"}} for n in contexts],
+        "contexts": [
+            {
+                "name": n,
+                "context": {"cluster": f"{n}-cluster", "user": f"{n}-user", **({"namespace": ns} if ns else {})},
+            }
+            for n, (_, ns) in contexts.items()
+        ],
+    }
+    if current:
+        doc["current-context"] = current
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        ("/a/config", {"KUBECONFIG": "/b:/c"}, ["/a/config"]),
+        (None, {"KUBECONFIG": f"/b{os.pathsep}/c"}, ["/b", "/c"]),
+        (None, {"KUBECONFIG": f"/b{os.pathsep}{os.pathsep}/c"}, ["/b", "/c"]),
+        (None, {}, [str(Path("~/.kube/config").expanduser())]),
+        (None, {"KUBECONFIG": ""}, [str(Path("~/.kube/config").expanduser())]),
+    ],
+)
+def test_kubeconfig_precedence(explicit: str | None, env: dict[str, str], expected: list[str]) -> None:
+    assert [str(p) for p in kubeconfig_paths(explicit, env)] == expected
+
+
+def test_kubeconfig_list_is_merged_and_first_file_wins(tmp_path: Path) -> None:
+    first = write_kubeconfig(tmp_path / "a", contexts={"prod": ("https://10.0.0.1:6443", "shop")}, current="prod")
+    second = write_kubeconfig(
+        tmp_path / "b",
+        contexts={"prod": ("https://10.9.9.9:6443", None), "dev": ("https://10.0.0.2:6443", None)},
+        current="dev",
+    )
+    env = {"KUBECONFIG": f"{first}{os.pathsep}{tmp_path / 'missing'}{os.pathsep}{second}"}
+
+    current = connect(ConnectionSettings(), env)
+    dev = connect(ConnectionSettings(context="dev"), env)
+    other_ns = connect(ConnectionSettings(namespace="ops"), env)
+
+    assert (current.context, current.server, current.namespace) == ("prod", "https://10.0.0.1:6443", "shop")
+    assert (dev.context, dev.server, dev.namespace) == ("dev", "https://10.0.0.2:6443", "default")
+    assert other_ns.namespace == "ops"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (ConnectionSettings(context="nope"), 'context "nope" not found in kubeconfig .*available contexts: prod'),
+        (ConnectionSettings(kubeconfig="/does/not/exist"), "kubeconfig /does/not/exist does not exist"),
+    ],
+)
+def test_unusable_kubeconfig_gives_an_actionable_error(
+    tmp_path: Path, settings: ConnectionSettings, message: str
+) -> None:
+    config = write_kubeconfig(tmp_path / "c", contexts={"prod": ("https://10.0.0.1:6443", None)}, current="prod")
+    with pytest.raises(ClusterAccessError, match=message):
+        connect(settings, {"KUBECONFIG": str(config)})
+
+
+def test_no_kubeconfig_at_all_says_how_to_get_one(tmp_path: Path) -> None:
+    with pytest.raises(ClusterAccessError, match=r"no kubeconfig found .*make cluster-up"):
+        connect(ConnectionSettings(), {"KUBECONFIG": str(tmp_path / "absent")})
+
+
+def run_plugin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubectl_rollout", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
+
+
+def test_unreachable_cluster_is_one_line_naming_the_server_and_what_to_do(tmp_path: Path) -> None:
+    port = closed_port()
+    config = write_kubeconfig(tmp_path / "c", contexts={"local": (f"https://127.0.0.1:{port}", None)}, current="local")
+
+    result = run_plugin("version", "--kubeconfig", str(config))
+
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot reach the Kubernetes API server at ")
+    assert f"127.0.0.1:{port}" in lines[0]
+    assert "connection refused" in lines[0]
+    assert "make cluster-up" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_global_flags_work_before_and_after_the_subcommand(tmp_path: Path) -> None:
+    port = closed_port()
+    config = write_kubeconfig(
+        tmp_path / "c",
+        contexts={"a": ("https://127.0.0.1:1", None), "b": (f"https://127.0.0.1:{port}", None)},
+        current="a",
+    )
+    before = run_plugin("--kubeconfig", str(config), "--context", "b", "version")
+    after = run_plugin("version", "--kubeconfig", str(config), "--context", "b")
+    for result in (before, after):
+        assert result.returncode == 1
+        assert f"127.0.0.1:{port}" in result.stderr
+        assert '(context "b")' in result.stderr
+
+
+def test_bad_request_timeout_is_a_usage_error() -> None:
+    result = run_plugin("version", "--request-timeout", "soon")
+    assert result.returncode == 2
+    assert "invalid duration 'soon'" in result.stderr
+
+
+def test_client_version_needs_no_cluster(tmp_path: Path) -> None:
+    from kubectl_rollout import __version__
+
+    result = run_plugin("version", "--client", env={"KUBECONFIG": str(tmp_path / "absent")})
+    assert result.returncode == 0
+    assert f"Client Version: v{__version__}" in result.stdout
+
+
+def test_request_timeout_bounds_a_server_that_never_answers(tmp_path: Path) -> None:
+    import time
+
+    with socket.socket() as silent:  # accepts connections (the kernel does), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        config = write_kubeconfig(tmp_path / "c", contexts={"s": (f"https://127.0.0.1:{port}", None)}, current="s")
+        started = time.monotonic()
+        result = run_plugin("version", "--kubeconfig", str(config), "--request-timeout", "1s")
+        elapsed = time.monotonic() - started
+
+    assert result.returncode == 1
+    assert "did not answer in time" in result.stderr
+    # One connection-level retry at most: two timeouts plus interpreter start.
+    assert elapsed < 10, elapsed

@@ -1,0 +1,79 @@
+"""Waiting on the cluster by watching it, never by sleeping and sampling.
+
+``until`` lists once, then follows a watch from that list's resourceVersion,
+so no change between the two is missed; it returns the first object for which
+the predicate holds, and fails the test with the last state seen otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import watch
+
+
+def until(
+    list_func: Callable[..., Any],
+    predicate: Callable[[Any], bool],
+    *,
+    timeout: float,
+    what: str,
+    **list_kwargs: Any,
+) -> Any:
+    deadline = time.monotonic() + timeout
+    listing = list_func(**list_kwargs)
+    last: Any = None
+    for item in listing.items:
+        last = item
+        if predicate(item):
+            return item
+    resource_version = listing.metadata.resource_version
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}; last seen: {_summary(last)}")
+        stream = watch.Watch()
+        for event in stream.stream(
+            list_func,
+            resource_version=resource_version,
+            timeout_seconds=max(1, int(remaining)),
+            **list_kwargs,
+        ):
+            obj = event["object"]
+            resource_version = obj.metadata.resource_version
+            if event["type"] == "DELETED":
+                continue
+            last = obj
+            if predicate(obj):
+                stream.stop()
+                return obj
+
+
+def _summary(obj: Any) -> str:
+    if obj is None:
+        return "nothing"
+    status = getattr(obj, "status", None)
+    return f"{obj.metadata.name}: {status}"
+
+
+def until_deleted(list_func: Callable[..., Any], name: str, *, timeout: float, **list_kwargs: Any) -> None:
+    """Return once object NAME no longer exists (already gone counts)."""
+    selector = f"metadata.name={name}"
+    listing = list_func(field_selector=selector, **list_kwargs)
+    if not listing.items:
+        return
+    stream = watch.Watch()
+    for event in stream.stream(
+        list_func,
+        field_selector=selector,
+        resource_version=listing.metadata.resource_version,
+        timeout_seconds=max(1, int(timeout)),
+        **list_kwargs,
+    ):
+        if event["type"] == "DELETED":
+            stream.stop()
+            return
+    pytest.fail(f"timed out after {timeout}s waiting for {name} to be deleted")
