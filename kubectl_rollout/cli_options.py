@@ -1,0 +1,94 @@
+"""Click plumbing every command shares: kubectl's global flags, and errors printed kubectl-style."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.durations import parse_duration
+from kubectl_rollout.errors import UserFacingError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Failure(click.ClickException):
+    """A UserFacingError on its way out, printed kubectl-style: ``error: ...``."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+class Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserFacingError as err:
+            raise Failure(err.message, err.exit_code) from err
+
+
+def _parse_request_timeout(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param=param) from err
+
+
+_GLOBAL_OPTIONS = (
+    click.option(
+        "--kubeconfig",
+        metavar="PATH",
+        default=None,
+        help="Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config).",
+    ),
+    click.option("--context", metavar="NAME", default=None, help="The name of the kubeconfig context to use."),
+    click.option(
+        "-n",
+        "--namespace",
+        metavar="NAME",
+        default=None,
+        help="The namespace scope for this request (default: the context's, then 'default').",
+    ),
+    click.option(
+        "--request-timeout",
+        metavar="DURATION",
+        default=None,
+        callback=_parse_request_timeout,
+        help="How long to wait for a single API request before giving up, e.g. 1s, 2m. "
+        "0 means no timeout. [default: 0]",
+    ),
+)
+
+
+def global_options(command: F) -> F:
+    """Attach the connection flags so they work after the subcommand too."""
+    for option in reversed(_GLOBAL_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _settings(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
+    """Merge the flags given before the subcommand with those given after it."""
+    merged: dict[str, Any] = {}
+    for level in (ctx.find_root().params, overrides):
+        merged.update({k: v for k, v in level.items() if v is not None})
+    return ConnectionSettings(
+        kubeconfig=merged.get("kubeconfig"),
+        context=merged.get("context"),
+        namespace=merged.get("namespace"),
+        request_timeout=merged.get("request_timeout", 0.0),
+    )
+
+
+def open_cluster(ctx: click.Context, **flags: Any) -> Cluster:
+    cluster = connect(_settings(ctx, **flags))
+    ctx.call_on_close(cluster.close)
+    return cluster

@@ -1,0 +1,305 @@
+"""``drain``, ``cordon`` and ``uncordon``: kubectl's flags and wording, and more.
+
+Everything that could be wrong with the command line is checked before the
+cluster is touched; then the nodes are resolved and the caller's permissions
+are checked, still before any change.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import click
+
+from kubectl_rollout.cli_options import global_options, open_cluster
+from kubectl_rollout.drain import DrainEngine, DrainOptions, DryRun
+from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
+from kubectl_rollout.durations import parse_duration
+from kubectl_rollout.errors import UsageError
+from kubectl_rollout.label_selectors import validate_label_selector
+from kubectl_rollout.permissions import Permission, require
+
+
+def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param=param) from err
+
+
+def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if not value:
+        return ""
+    try:
+        validate_label_selector(value)
+    except ValueError as err:
+        flag = "--pod-selector" if param.name == "pod_selector" else "-l/--selector"
+        raise click.BadParameter(
+            f"{value!r} is not a valid label selector ({err}); e.g. app=web,tier!=db or 'env in (prod,staging)'",
+            param_hint=flag,
+        ) from err
+    return value
+
+
+def _check_targets(nodes: tuple[str, ...], selector: str, command: str) -> None:
+    if not nodes and not selector:
+        raise UsageError(f"{command} needs NODE names or -l/--selector; e.g. kubectl rollout-plus {command} node-1")
+    if nodes and selector:
+        raise UsageError("cannot specify both a node name and a --selector option")
+
+
+_dry_run_option = click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    is_flag=False,
+    flag_value="client",
+    show_default=True,
+    help="client: only print what would be done; server: also submit the requests with dryRun, so the API "
+    "server (and its PDB checks) judge them without persisting anything. --dry-run alone means client.",
+)
+_selector_option = click.option(
+    "-l",
+    "--selector",
+    default=None,
+    callback=_selector,
+    metavar="SELECTOR",
+    help="Select the nodes by label (e.g. node-pool=blue) instead of naming them.",
+)
+
+
+@click.command()
+@click.argument("nodes", nargs=-1)
+@_selector_option
+@click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
+@click.option(
+    "--delete-emptydir-data",
+    is_flag=True,
+    help="Continue even if there are pods using emptyDir (local data that will be deleted when the node is drained).",
+)
+@click.option("--force", is_flag=True, help="Continue even if there are pods that do not declare a controller.")
+@click.option(
+    "--grace-period",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Period of time in seconds given to each pod to terminate gracefully. If negative, the default "
+    "value specified in the pod will be used.",
+)
+@click.option(
+    "--timeout",
+    default="0s",
+    callback=_duration,
+    show_default=True,
+    metavar="DURATION",
+    help="The length of time to wait per node before giving up, zero means infinite.",
+)
+@click.option(
+    "--pod-selector",
+    default=None,
+    callback=_selector,
+    metavar="SELECTOR",
+    help="Label selector to filter pods on the node.",
+)
+@click.option(
+    "--disable-eviction",
+    is_flag=True,
+    help="Force drain to use delete, even if eviction is supported. This will bypass checking "
+    "PodDisruptionBudgets, use with caution.",
+)
+@click.option(
+    "--skip-wait-for-delete-timeout",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="If pod DeletionTimestamp older than N seconds, skip waiting for the pod. Seconds must be greater "
+    "than 0 to skip.",
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=0),
+    default=500,
+    show_default=True,
+    help="Return large lists in chunks rather than all at once. Pass 0 to disable.",
+)
+@_dry_run_option
+@click.option(
+    "--max-concurrent-evictions",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Evictions in flight at once (requested, pod not gone yet). 0 means no limit, like kubectl.",
+)
+@click.option(
+    "--node-batch",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Drain N nodes at a time; before the next batch, wait until every workload that lost a pod is "
+    "fully available again. 0: cordon all nodes first, then drain them one by one (kubectl).",
+)
+@click.option(
+    "--uncordon-on-failure",
+    is_flag=True,
+    help="Uncordon a node whose drain failed or timed out (by default it stays cordoned, like kubectl).",
+)
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Print the pre-flight plan (every pod, its verdict and why) and exit without changing anything.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: kubectl-style lines (live progress on a terminal); jsonl: one event per line; "
+    "json: the plan (with --plan or --dry-run).",
+)
+@global_options
+@click.pass_context
+def drain(
+    ctx: click.Context,
+    /,
+    nodes: tuple[str, ...],
+    selector: str,
+    ignore_daemonsets: bool,
+    delete_emptydir_data: bool,
+    force: bool,
+    grace_period: int,
+    timeout: float,
+    pod_selector: str,
+    disable_eviction: bool,
+    skip_wait_for_delete_timeout: int,
+    chunk_size: int,
+    dry_run: str,
+    max_concurrent_evictions: int,
+    node_batch: int,
+    uncordon_on_failure: bool,
+    plan_only: bool,
+    output: str,
+    **flags: Any,
+) -> None:
+    """Drain NODE... in preparation for maintenance: cordon, then evict its pods.
+
+    Evictions go through the Eviction API, so PodDisruptionBudgets are
+    honoured. A pod blocked by a PDB is retried as soon as the PDB has room
+    (watched, not polled), Retry-After is always honoured, and every blocked
+    pod is explained: which PDB, how many healthy pods it has and needs, since
+    when, and when the next attempt comes.
+
+    \b
+    Exit codes: 0 every node drained; 1 some pods could not be removed (the
+    summary lists them, with each node's state); 2 bad usage.
+
+    \b
+    Examples:
+      kubectl rollout-plus drain node-1 --ignore-daemonsets
+      kubectl rollout-plus drain -l pool=blue --node-batch=2 --ignore-daemonsets
+      kubectl rollout-plus drain node-1 --plan -o json
+    """
+    _check_targets(nodes, selector, "drain")
+    if output == "json" and not (plan_only or dry_run != "none"):
+        raise UsageError("-o json prints the plan; use it with --plan or --dry-run, or use -o jsonl for events")
+    options = DrainOptions(
+        force=force,
+        ignore_daemonsets=ignore_daemonsets,
+        delete_emptydir_data=delete_emptydir_data,
+        grace_period=grace_period,
+        timeout=timeout,
+        pod_selector=pod_selector,
+        disable_eviction=disable_eviction,
+        skip_wait_for_delete_timeout=skip_wait_for_delete_timeout,
+        chunk_size=chunk_size,
+        dry_run=DryRun(dry_run),
+        max_concurrent_evictions=max_concurrent_evictions,
+        node_batch=node_batch,
+        uncordon_on_failure=uncordon_on_failure,
+    )
+    cluster = open_cluster(ctx, **flags)
+    printer = _printer(output)
+    engine = DrainEngine(cluster, options, printer)
+    try:
+        targets = engine.resolve_nodes(list(nodes), selector)
+        if plan_only or dry_run != "none":
+            plan = engine.plan(targets)
+            if output == "json":
+                click.echo(plan_as_json(plan))
+            elif output == "jsonl":
+                printer(plan)
+            else:
+                print_plan(plan, sys.stdout)
+            if plan_only:
+                return
+        if dry_run != "client":
+            engine.check_permissions()
+        result = _run_interruptibly(engine, targets)
+    finally:
+        engine.close()
+        if isinstance(printer, HumanPrinter):
+            printer.close()
+    if result.failed:
+        ctx.exit(1)
+
+
+def _printer(output: str) -> HumanPrinter | JsonLinesPrinter:
+    if output == "jsonl":
+        return JsonLinesPrinter(sys.stdout)
+    return HumanPrinter(sys.stdout, sys.stderr, live=sys.stdout.isatty())
+
+
+def _run_interruptibly(engine: DrainEngine, targets: list[Any]) -> Any:
+    """Run in a worker thread so that Ctrl-C cancels cleanly instead of killing a thread mid-request."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = engine.run(targets)
+        except BaseException as err:  # handed to the main thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, name="drain")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: stopping the drain (nodes stay cordoned)...", err=True)
+        engine.cancel.set()
+        worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _cordon_command(name: str, cordoned: bool) -> click.Command:
+    verb = "cordon" if cordoned else "uncordon"
+
+    @click.command(name=name)
+    @click.argument("nodes", nargs=-1)
+    @_selector_option
+    @_dry_run_option
+    @global_options
+    @click.pass_context
+    def command(ctx: click.Context, /, nodes: tuple[str, ...], selector: str, dry_run: str, **flags: Any) -> None:
+        _check_targets(nodes, selector, verb)
+        cluster = open_cluster(ctx, **flags)
+        engine = DrainEngine(cluster, DrainOptions(dry_run=DryRun(dry_run)), HumanPrinter(sys.stdout, sys.stderr))
+        targets = engine.resolve_nodes(list(nodes), selector)
+        if dry_run != "client":
+            require(cluster, [Permission("patch", "nodes")], action=f"kubectl rollout-plus {verb}")
+        for node in targets:
+            (engine.cordon if cordoned else engine.uncordon)(node)
+
+    command.help = f"Mark NODE... as {'un' if cordoned else ''}schedulable" + (
+        " (new pods will not be placed there)." if cordoned else "."
+    )
+    return command
+
+
+cordon = _cordon_command("cordon", True)
+uncordon = _cordon_command("uncordon", False)

@@ -1,0 +1,166 @@
+"""Which pods on a node a drain removes: kubectl's filters, in kubectl's order.
+
+Ported from the behaviour of kubectl's pkg/drain/filters.go. Each pod goes
+through the filters in order and the first one that does not allow deletion
+decides (a later warning never hides an earlier error):
+
+1. deleted long ago (with --skip-wait-for-delete-timeout) -> skip
+2. DaemonSet-managed -> error, or skip with a warning (--ignore-daemonsets);
+   an orphan whose DaemonSet is gone -> delete with a warning under --force
+3. mirror (static) pod -> skip
+4. emptyDir volume -> error, or delete with a warning (--delete-emptydir-data)
+5. no controller -> error, or delete with a warning (--force)
+
+Finished pods (Succeeded/Failed) pass filters 2, 4 and 5: removing them
+disrupts nothing. The functions here are pure: the engine looks DaemonSets up
+beforehand and hands the answers in.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+# kubectl's wording, kept so that scripts grepping kubectl's output keep working.
+DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
+LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
+LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
+UNMANAGED_FATAL = "Pods that declare no controller (use --force to override)"
+UNMANAGED_WARNING = "deleting Pods that declare no controller"
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+class Outcome(enum.Enum):
+    OKAY = "Okay"
+    SKIP = "Skip"
+    WARNING = "Warning"
+    ERROR = "Error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    delete: bool
+    outcome: Outcome
+    message: str = ""
+
+
+OKAY = Verdict(True, Outcome.OKAY)
+SKIP = Verdict(False, Outcome.SKIP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilterOptions:
+    force: bool = False
+    ignore_daemonsets: bool = False
+    delete_emptydir_data: bool = False
+    #: seconds; 0 disables the filter, as in kubectl
+    skip_wait_for_delete_timeout: int = 0
+
+
+@dataclass(frozen=True)
+class DaemonSetLookup:
+    """What a GET of a pod's DaemonSet answered: found, or the error's text."""
+
+    found: bool
+    not_found: bool = False
+    error: str = ""
+
+
+PodFilter = Callable[[Any], Verdict]
+
+
+def controller_of(pod: Any) -> Any | None:
+    for ref in pod.metadata.owner_references or []:
+        if ref.controller:
+            return ref
+    return None
+
+
+def is_finished(pod: Any) -> bool:
+    return pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
+
+
+def is_daemonset_pod(pod: Any) -> bool:
+    ref = controller_of(pod)
+    return ref is not None and ref.kind == "DaemonSet" and ref.api_version == "apps/v1"
+
+
+def deleted_long_ago(pod: Any, timeout_seconds: int, now: datetime) -> bool:
+    deleted_at = pod.metadata.deletion_timestamp
+    return timeout_seconds > 0 and deleted_at is not None and int((now - deleted_at).total_seconds()) > timeout_seconds
+
+
+def make_filters(
+    options: FilterOptions, daemonsets: Mapping[tuple[str, str], DaemonSetLookup], now: datetime
+) -> list[PodFilter]:
+    def skip_deleted(pod: Any) -> Verdict:
+        return SKIP if deleted_long_ago(pod, options.skip_wait_for_delete_timeout, now) else OKAY
+
+    def daemonset(pod: Any) -> Verdict:
+        if not is_daemonset_pod(pod) or is_finished(pod):
+            return OKAY
+        ref = controller_of(pod)
+        assert ref is not None
+        lookup = daemonsets.get((pod.metadata.namespace, ref.name), DaemonSetLookup(found=True))
+        if not lookup.found:
+            if lookup.not_found and options.force:
+                return Verdict(True, Outcome.WARNING, lookup.error)
+            return Verdict(False, Outcome.ERROR, lookup.error)
+        if not options.ignore_daemonsets:
+            return Verdict(False, Outcome.ERROR, DAEMONSET_FATAL)
+        return Verdict(False, Outcome.WARNING, DAEMONSET_WARNING)
+
+    def mirror(pod: Any) -> Verdict:
+        return SKIP if MIRROR_POD_ANNOTATION in (pod.metadata.annotations or {}) else OKAY
+
+    def local_storage(pod: Any) -> Verdict:
+        if not any(v.empty_dir is not None for v in pod.spec.volumes or []) or is_finished(pod):
+            return OKAY
+        if not options.delete_emptydir_data:
+            return Verdict(False, Outcome.ERROR, LOCAL_STORAGE_FATAL)
+        return Verdict(True, Outcome.WARNING, LOCAL_STORAGE_WARNING)
+
+    def unreplicated(pod: Any) -> Verdict:
+        if is_finished(pod) or controller_of(pod) is not None:
+            return OKAY
+        if options.force:
+            return Verdict(True, Outcome.WARNING, UNMANAGED_WARNING)
+        return Verdict(False, Outcome.ERROR, UNMANAGED_FATAL)
+
+    return [skip_deleted, daemonset, mirror, local_storage, unreplicated]
+
+
+def judge(pod: Any, filters: Iterable[PodFilter]) -> Verdict:
+    verdict = OKAY
+    for pod_filter in filters:
+        verdict = pod_filter(pod)
+        if not verdict.delete:
+            break
+    return verdict
+
+
+def _pod_ref(pod: Any) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def summarize_warnings(judged: Iterable[tuple[Any, Verdict]]) -> str:
+    """kubectl's warning line: "MESSAGE: ns/a, ns/b; MESSAGE2: ns/c"."""
+    grouped: dict[str, list[str]] = {}
+    for pod, verdict in judged:
+        if verdict.outcome is Outcome.WARNING:
+            grouped.setdefault(verdict.message, []).append(_pod_ref(pod))
+    return "; ".join(f"{message}: {', '.join(pods)}" for message, pods in grouped.items())
+
+
+def summarize_errors(judged: Iterable[tuple[Any, Verdict]]) -> list[str]:
+    """kubectl's errors: "cannot delete MESSAGE: ns/a, ns/b", one per message."""
+    grouped: dict[str, list[str]] = {}
+    for pod, verdict in judged:
+        if verdict.outcome is Outcome.ERROR:
+            grouped.setdefault(verdict.message or "unexpected error", []).append(_pod_ref(pod))
+    return [f"cannot delete {message}: {', '.join(pods)}" for message, pods in grouped.items()]

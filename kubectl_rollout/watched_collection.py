@@ -1,0 +1,154 @@
+"""A collection kept current by list-then-watch in a background thread.
+
+One watch serves every waiter: a drain of thirty pods under three PDBs holds
+one watch on PDBs and one on the node's pods, instead of polling each object.
+Waiters block on a condition variable and are woken on every change; a watch
+that expires (410 Gone) or drops is resumed with a fresh list, so no change is
+lost between the two.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.api_retry import call_with_retry
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+#: The server ends each watch after this long; we then resume from the last
+#: resourceVersion seen. Short enough that a stopped collection's thread ends soon.
+WATCH_SECONDS = 240
+
+
+def key_of(obj: Any) -> Key:
+    return (obj.metadata.namespace or "", obj.metadata.name)
+
+
+class WatchedCollection:
+    def __init__(self, list_func: Callable[..., Any], *, description: str, **list_kwargs: Any) -> None:
+        self._list_func = list_func
+        self._list_kwargs = list_kwargs
+        self.description = description
+        self._objects: dict[Key, Any] = {}
+        self._changed = threading.Condition()
+        self._stopping = threading.Event()
+        self._synced = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread = threading.Thread(target=self._run, name=f"watch {description}", daemon=True)
+        #: the last error that interrupted the watch, for diagnostics
+        self.last_error: BaseException | None = None
+
+    def start(self, *, wait_synced: float | None = 30.0) -> WatchedCollection:
+        self._thread.start()
+        if wait_synced is not None and not self._synced.wait(wait_synced):
+            raise TimeoutError(f"could not list {self.description} within {wait_synced:.0f}s: {self.last_error}")
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        current = self._watch
+        if current is not None:
+            current.stop()
+        with self._changed:
+            self._changed.notify_all()
+
+    def get(self, key: Key) -> Any | None:
+        with self._changed:
+            return self._objects.get(key)
+
+    def snapshot(self) -> list[Any]:
+        with self._changed:
+            return list(self._objects.values())
+
+    def wait_until(
+        self, predicate: Callable[[WatchedCollection], bool], timeout: float | None, cancel: threading.Event | None
+    ) -> bool:
+        """Block until ``predicate(self)`` holds (True), or timeout/cancel/stop (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if predicate(self):
+                    return True
+                if self._stopping.is_set() or (cancel is not None and cancel.is_set()):
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                # Wake at least once a second to notice a cancel from another thread.
+                self._changed.wait(1.0 if remaining is None else min(remaining, 1.0))
+
+    @property
+    def condition(self) -> threading.Condition:
+        """Held while the collection changes; predicates of ``wait_until`` run under it."""
+        return self._changed
+
+    def objects_locked(self) -> dict[Key, Any]:
+        """The live mapping; only for predicates running under ``wait_until``."""
+        return self._objects
+
+    def notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    # --- the background thread -------------------------------------------------------
+
+    def _relist(self) -> str:
+        listing = call_with_retry(self._list_func, **self._list_kwargs)
+        with self._changed:
+            self._objects = {key_of(item): item for item in listing.items}
+            self._changed.notify_all()
+        self._synced.set()
+        return str(listing.metadata.resource_version)
+
+    def _run(self) -> None:
+        resource_version: str | None = None
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._relist()
+                self._watch = watch.Watch()
+                for event in self._watch.stream(
+                    self._list_func,
+                    resource_version=resource_version,
+                    timeout_seconds=WATCH_SECONDS,
+                    allow_watch_bookmarks=True,
+                    **self._list_kwargs,
+                ):
+                    obj = event["object"]
+                    resource_version = obj.metadata.resource_version
+                    if event["type"] == "BOOKMARK":
+                        continue
+                    with self._changed:
+                        if event["type"] == "DELETED":
+                            self._objects.pop(key_of(obj), None)
+                        else:
+                            self._objects[key_of(obj)] = obj
+                        self._changed.notify_all()
+                failures = 0
+            except ApiException as err:
+                self.last_error = err
+                if err.status == 410:  # our resourceVersion is too old: list again
+                    resource_version = None
+                    continue
+                failures += 1
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+                self.last_error = err
+                failures += 1
+            if failures:
+                if self._stopping.is_set():
+                    break
+                log.debug("watch of %s interrupted (%s); resuming", self.description, self.last_error)
+                self._stopping.wait(min(5.0, 0.2 * 2**failures))
+                if failures > 3:
+                    resource_version = None

@@ -1,0 +1,133 @@
+"""Which workload a pod belongs to, and waiting until such workloads are fully available.
+
+``drain --node-batch`` waits, between batches, until every workload that lost
+a pod has all its replicas available again, so the next batch never starts
+from a degraded state. Availability is what the controllers report in status
+(the ReplicaSet controller counts minReadySeconds); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.pod_filters import controller_of
+from kubectl_rollout.watched_collection import WatchedCollection
+
+
+@dataclass(frozen=True, order=True)
+class WorkloadRef:
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def owning_workload(cluster: Cluster, pod: Any) -> WorkloadRef | None:
+    """The top-level replicated workload of a pod; None for DaemonSets, Jobs and bare pods."""
+    ref = controller_of(pod)
+    namespace = pod.metadata.namespace
+    if ref is None:
+        return None
+    if ref.kind == "ReplicaSet":
+        try:
+            replica_set = call_with_retry(cluster.apps.read_namespaced_replica_set, ref.name, namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        parent = controller_of(replica_set)
+        if parent is not None and parent.kind == "Deployment":
+            return WorkloadRef("Deployment", namespace, parent.name)
+        return WorkloadRef("ReplicaSet", namespace, ref.name)
+    if ref.kind in ("StatefulSet", "ReplicationController"):
+        return WorkloadRef(ref.kind, namespace, ref.name)
+    return None
+
+
+def available_and_desired(obj: Any) -> tuple[int, int]:
+    desired = obj.spec.replicas if obj.spec.replicas is not None else 1
+    return (obj.status.available_replicas or 0) if obj.status else 0, desired
+
+
+def is_fully_available(obj: Any) -> bool:
+    available, desired = available_and_desired(obj)
+    generation_seen = obj.status is not None and (obj.status.observed_generation or 0) >= (obj.metadata.generation or 0)
+    return generation_seen and available >= desired
+
+
+def _list_func(cluster: Cluster, kind: str) -> Callable[..., Any]:
+    return {
+        "Deployment": cluster.apps.list_namespaced_deployment,
+        "ReplicaSet": cluster.apps.list_namespaced_replica_set,
+        "StatefulSet": cluster.apps.list_namespaced_stateful_set,
+        "ReplicationController": cluster.core.list_namespaced_replication_controller,
+    }[kind]
+
+
+def describe(workloads: Iterable[WorkloadRef], collections: dict[tuple[str, str], WatchedCollection]) -> list[str]:
+    lines = []
+    for ref in sorted(workloads):
+        obj = collections[(ref.kind, ref.namespace)].get((ref.namespace, ref.name))
+        if obj is None:
+            lines.append(f"{ref} (gone)")
+        else:
+            available, desired = available_and_desired(obj)
+            lines.append(f"{ref} ({available}/{desired} available)")
+    return lines
+
+
+def wait_until_available(
+    cluster: Cluster,
+    workloads: set[WorkloadRef],
+    *,
+    timeout: float | None,
+    cancel: threading.Event | None,
+    on_waiting: Callable[[list[str]], None],
+) -> list[str]:
+    """Block until every workload is fully available (or deleted).
+
+    Returns the descriptions of those still unavailable when the timeout or a
+    cancel ended the wait; an empty list on success.
+    """
+    collections: dict[tuple[str, str], WatchedCollection] = {}
+    try:
+        for kind, namespace in {(w.kind, w.namespace) for w in workloads}:
+            collections[(kind, namespace)] = WatchedCollection(
+                _list_func(cluster, kind), namespace=namespace, description=f"{kind}s in {namespace}"
+            ).start()
+
+        def pending() -> set[WorkloadRef]:
+            result = set()
+            for ref in workloads:
+                obj = collections[(ref.kind, ref.namespace)].get((ref.namespace, ref.name))
+                if obj is not None and not is_fully_available(obj):
+                    result.add(ref)
+            return result
+
+        waiting = pending()
+        if waiting:
+            on_waiting(describe(waiting, collections))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while waiting:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if (remaining is not None and remaining <= 0) or (cancel is not None and cancel.is_set()):
+                return describe(waiting, collections)
+            # Any of the collections may change; wait on one with a short
+            # timeout so that changes of the others are noticed soon too.
+            first = next(iter(collections.values()))
+            first.wait_until(lambda _c: not pending(), min(0.5, remaining) if remaining else 0.5, cancel)
+            waiting = pending()
+        return []
+    finally:
+        for collection in collections.values():
+            collection.stop()
