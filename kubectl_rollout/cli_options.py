@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
 from kubectl_rollout.durations import parse_duration
 from kubectl_rollout.errors import UserFacingError
 
@@ -31,6 +32,8 @@ class Group(click.Group):
             return super().invoke(ctx)
         except UserFacingError as err:
             raise Failure(err.message, err.exit_code) from err
+        except ApiException as err:
+            raise Failure(describe_api_error(err), 1) from err
 
 
 def _parse_request_timeout(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:

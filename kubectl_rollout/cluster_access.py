@@ -205,6 +205,14 @@ def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFaci
     return ClusterAccessError(f"cannot reach {where}: {_short(text)}; {hint}")
 
 
+def describe_api_error(err: ApiException) -> str:
+    """One line for an API answer nothing else explained."""
+    message = _api_message(err)
+    if err.status == 403:
+        return f"{message}; use a context with this permission (nothing else was changed by this step)"
+    return f"the API server answered {err.status} {err.reason}: {message}"
+
+
 def _api_message(err: ApiException) -> str:
     try:
         return str(json.loads(err.body or "").get("message", err.body))

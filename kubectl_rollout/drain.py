@@ -34,7 +34,7 @@ from kubectl_rollout.errors import UserFacingError
 from kubectl_rollout.eviction_order import eviction_order, priority_of
 from kubectl_rollout.eviction_response import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.node_events import record_node_event
-from kubectl_rollout.pdb_watch import PdbWatch, has_room
+from kubectl_rollout.pdb_watch import PdbWatch, blocks, unhealthy_pod_may_go
 from kubectl_rollout.permissions import Permission, require
 from kubectl_rollout.pod_filters import (
     DaemonSetLookup,
@@ -156,13 +156,14 @@ class DrainEngine:
                 raise
         return nodes
 
-    def check_permissions(self, *, action: str = "drain") -> None:
-        needed = [
+    def check_permissions(self, *, action: str = "drain", by_selector: bool = False, read_only: bool = False) -> None:
+        needed = [Permission("list", "nodes")] if by_selector else []
+        needed += [
             Permission("get", "nodes"),
             Permission("list", "pods"),
             Permission("list", "poddisruptionbudgets", group="policy"),
         ]
-        if self.options.dry_run is not DryRun.CLIENT:
+        if not read_only and self.options.dry_run is not DryRun.CLIENT:
             needed.append(Permission("patch", "nodes"))
             if self.options.disable_eviction:
                 needed.append(Permission("delete", "pods"))
@@ -250,7 +251,9 @@ class DrainEngine:
                             "the eviction API refuses such pods"
                         ),
                     )
-                elif not self.options.disable_eviction and selecting and not has_room(selecting[0]):
+                elif not self.options.disable_eviction and selecting and unhealthy_pod_may_go(selecting[0], pod):
+                    reason = unhealthy_pod_may_go(selecting[0], pod) or ""
+                elif not self.options.disable_eviction and selecting and blocks(selecting[0], pod):
                     budget = selecting[0]
                     method = "blocked"
                     reason = (
@@ -498,7 +501,8 @@ class DrainEngine:
     def _evict_with_retries(
         self, pod: Any, ref: ev.PodRef, node_pods: WatchedCollection, deadline: float | None
     ) -> bool:
-        """Returns True when the pod turned out to be gone already."""
+        """True when the pod turned out to be gone already (no slot held); otherwise
+        the pod is terminating and an in-flight slot is held until it is gone."""
         first_blocked: list[float] = []
         last_refusal: list[EvictionRefusal] = []
         #: a place in the PDB's line won while sleeping, used by the next attempt
@@ -521,7 +525,7 @@ class DrainEngine:
             admitted = admission.pop() if admission else None
             if admitted is None and pdbs is not None:
                 selecting = pdbs.selecting(current[0])
-                if len(selecting) == 1 and not has_room(selecting[0]):
+                if len(selecting) == 1 and blocks(selecting[0], current[0]):
                     if not first_blocked:
                         first_blocked.append(time.time())
                     budget = selecting[0].metadata
@@ -621,6 +625,8 @@ class DrainEngine:
             if refusal.reason is Refusal.POD_GONE:
                 return True
             if refusal.reason is Refusal.NAMESPACE_TERMINATING and current[0].metadata.deletion_timestamp:
+                # Terminating already: wait for it to go, holding a slot like any eviction in flight.
+                self._take_slot()
                 return False
             raise
         self.emit(ev.PodEvicted(pod=ref, method=self._method(), dry_run=self.options.dry_run.value))

@@ -224,6 +224,8 @@ def drain(
     printer = _printer(output)
     engine = DrainEngine(cluster, options, printer)
     try:
+        # Permissions first: a restricted user learns what is missing, not just "forbidden".
+        engine.check_permissions(by_selector=bool(selector), read_only=plan_only)
         targets = engine.resolve_nodes(list(nodes), selector)
         if plan_only or dry_run != "none":
             plan = engine.plan(targets)
@@ -235,8 +237,6 @@ def drain(
                 print_plan(plan, sys.stdout)
             if plan_only:
                 return
-        if dry_run != "client":
-            engine.check_permissions()
         result = _run_interruptibly(engine, targets)
     finally:
         engine.close()

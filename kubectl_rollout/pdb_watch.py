@@ -28,6 +28,37 @@ def has_room(pdb: Any) -> bool:
     return current and (status.disruptions_allowed or 0) > 0
 
 
+def pod_is_ready(pod: Any) -> bool:
+    conditions = pod.status.conditions if pod.status else None
+    return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
+
+
+def unhealthy_pod_may_go(pdb: Any, pod: Any) -> str | None:
+    """Why the API server would evict this unready pod whatever the budget says, or None.
+
+    Mirrors the eviction subresource: an unready pod does not count as healthy,
+    so it may go when the PDB says AlwaysAllow, or (the default, IfHealthyBudget)
+    when the application is not disrupted right now.
+    """
+    if pod_is_ready(pod):
+        return None
+    if pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow":
+        return "pod is not Ready and the PDB's unhealthyPodEvictionPolicy is AlwaysAllow"
+    status = pdb.status
+    if (
+        status is not None
+        and (status.desired_healthy or 0) > 0
+        and (status.current_healthy or 0) >= (status.desired_healthy or 0)
+    ):
+        return "pod is not Ready and the PDB has all the healthy pods it needs (IfHealthyBudget)"
+    return None
+
+
+def blocks(pdb: Any, pod: Any) -> bool:
+    """Whether the PDB, as last seen, would refuse evicting this pod now."""
+    return unhealthy_pod_may_go(pdb, pod) is None and not has_room(pdb)
+
+
 @dataclass
 class _Queue:
     waiters: list[object] = field(default_factory=list)

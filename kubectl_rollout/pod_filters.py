@@ -136,12 +136,21 @@ def make_filters(
 
 
 def judge(pod: Any, filters: Iterable[PodFilter]) -> Verdict:
-    verdict = OKAY
+    """The first filter that refuses decides; otherwise the pod goes, with the first warning raised.
+
+    kubectl keeps only the last filter's verdict, so a later "okay" silently
+    drops an earlier warning (an emptyDir pod with a controller is deleted
+    without "deleting Pods with local storage"). We keep the warning: losing
+    local data deserves the line.
+    """
+    warning: Verdict | None = None
     for pod_filter in filters:
         verdict = pod_filter(pod)
         if not verdict.delete:
-            break
-    return verdict
+            return verdict
+        if verdict.outcome is Outcome.WARNING and warning is None:
+            warning = verdict
+    return warning or OKAY
 
 
 def _pod_ref(pod: Any) -> str:

@@ -14,9 +14,10 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import manifests
 import pytest
 import watching
 from kubernetes import client
@@ -88,6 +89,41 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     except client.ApiException as err:
         if err.status != 404:
             raise
+
+
+@pytest.fixture
+def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int], list[str]]]:
+    """Make kwok nodes for this test alone: tainted so that only the test's pods
+    (placed with ``manifests.placement(namespace)``) run there, and labelled so
+    that ``-l rollout-plus.test/pool=NAMESPACE`` selects them."""
+    created: list[str] = []
+
+    def make(count: int) -> list[str]:
+        names = [f"{namespace}-n{i}" for i in range(len(created), len(created) + count)]
+        for name in names:
+            cluster.core.create_node(manifests.dedicated_node(name, pool=namespace))
+        created.extend(names)
+        for name in names:
+            watching.until(
+                cluster.core.list_node,
+                lambda n, want=name: (
+                    n.metadata.name == want
+                    and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+                ),
+                timeout=30,
+                what=f"node {name} Ready",
+            )
+        return names
+
+    yield make
+    # Pods first, while kwok still plays their kubelet, then the nodes.
+    cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    for name in created:
+        try:
+            cluster.core.delete_node(name)
+        except client.ApiException as err:
+            if err.status != 404:
+                raise
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

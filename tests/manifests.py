@@ -16,10 +16,44 @@ RESTART_EVERY = "rollout-plus.test/restart-every"
 ON_SIGTERM = "rollout-plus.test/on-sigterm"
 
 
-def pod_template(app: str, annotations: dict[str, str] | None = None, image: str = IMAGE) -> dict[str, Any]:
+POOL_LABEL = "rollout-plus.test/pool"
+
+
+def dedicated_node(name: str, *, pool: str) -> dict[str, Any]:
+    """A kwok node only the pods of ``placement(pool)`` may run on."""
     return {
-        "metadata": {"labels": {"app": app}, "annotations": annotations or {}},
-        "spec": {"containers": [{"name": "app", "image": image}], "terminationGracePeriodSeconds": 30},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", POOL_LABEL: pool},
+        },
+        "spec": {"taints": [{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}]},
+    }
+
+
+def placement(pool: str, node: str | None = None) -> dict[str, Any]:
+    """Pod spec fields that put a pod on the dedicated nodes of ``pool`` (or on one of them)."""
+    selector = {POOL_LABEL: pool}
+    if node is not None:
+        selector["kubernetes.io/hostname"] = node
+    return {
+        "nodeSelector": selector,
+        "tolerations": [{"key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule"}],
+    }
+
+
+def pod_template(
+    app: str,
+    annotations: dict[str, str] | None = None,
+    image: str = IMAGE,
+    spec: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app, **(labels or {})}, "annotations": annotations or {}},
+        "spec": {"containers": [{"name": "app", "image": image}], "terminationGracePeriodSeconds": 30, **(spec or {})},
     }
 
 
@@ -30,16 +64,27 @@ def deployment(
     annotations: dict[str, str] | None = None,
     strategy: dict[str, Any] | None = None,
     min_ready_seconds: int = 0,
+    pod_spec: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "replicas": replicas,
         "selector": {"matchLabels": {"app": name}},
-        "template": pod_template(name, annotations),
+        "template": pod_template(name, annotations, spec=pod_spec, labels=labels),
         "minReadySeconds": min_ready_seconds,
     }
     if strategy is not None:
         spec["strategy"] = strategy
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec}
+
+
+def daemonset(name: str, *, pod_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": pod_template(name, spec=pod_spec)},
+    }
 
 
 def pdb(
@@ -61,9 +106,14 @@ def pdb(
 
 
 def pod(
-    name: str, *, annotations: dict[str, str] | None = None, restart_policy: str = "Always", grace_period: int = 30
+    name: str,
+    *,
+    annotations: dict[str, str] | None = None,
+    restart_policy: str = "Always",
+    grace_period: int = 30,
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    template = pod_template(name, annotations)
+    template = pod_template(name, annotations, spec=spec)
     template["metadata"]["name"] = name
     template["spec"]["restartPolicy"] = restart_policy
     template["spec"]["terminationGracePeriodSeconds"] = grace_period

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from plugin import run_plugin
 
 from kubectl_rollout.cluster_access import ClusterAccessError, ConnectionSettings, connect, kubeconfig_paths
 
@@ -94,16 +93,6 @@ def test_unusable_kubeconfig_gives_an_actionable_error(
 def test_no_kubeconfig_at_all_says_how_to_get_one(tmp_path: Path) -> None:
     with pytest.raises(ClusterAccessError, match=r"no kubeconfig found .*make cluster-up"):
         connect(ConnectionSettings(), {"KUBECONFIG": str(tmp_path / "absent")})
-
-
-def run_plugin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kubectl_rollout", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-    )
 
 
 def test_unreachable_cluster_is_one_line_naming_the_server_and_what_to_do(tmp_path: Path) -> None:

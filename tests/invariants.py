@@ -1,0 +1,88 @@
+"""Invariants proved by watching, from before the action until after it.
+
+``HealthyPods`` follows every pod event of a namespace (in the API server's
+order) and records, per value of a label, the fewest healthy pods ever seen:
+healthy as the disruption controller counts it (Ready, not being deleted).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubernetes import watch
+
+from kubectl_rollout.cluster_access import Cluster
+
+
+def is_healthy(pod: Any) -> bool:
+    if pod.metadata.deletion_timestamp is not None:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+class HealthyPods:
+    def __init__(self, cluster: Cluster, namespace: str, *, label: str = "app") -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.label = label
+        self._pods: dict[str, Any] = {}
+        self.minimum: dict[str, int] = {}
+        self.events = 0
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.error: BaseException | None = None
+        self._stopping = False
+        self._changed = threading.Condition()
+
+    def _count(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for pod in self._pods.values():
+            group = (pod.metadata.labels or {}).get(self.label)
+            if group is not None:
+                counts[group] = counts.get(group, 0) + (1 if is_healthy(pod) else 0)
+        return counts
+
+    def _record(self) -> None:
+        for group, count in self._count().items():
+            self.minimum[group] = min(self.minimum.get(group, count), count)
+
+    def start(self) -> HealthyPods:
+        listing = self.cluster.core.list_namespaced_pod(self.namespace)
+        self._pods = {p.metadata.name: p for p in listing.items}
+        self._record()
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for event in self._watch.stream(
+                self.cluster.core.list_namespaced_pod, self.namespace, resource_version=self._rv, timeout_seconds=600
+            ):
+                pod = event["object"]
+                self.events += 1
+                if event["type"] == "DELETED":
+                    self._pods.pop(pod.metadata.name, None)
+                else:
+                    self._pods[pod.metadata.name] = pod
+                with self._changed:
+                    self._record()
+                    self._changed.notify_all()
+        except Exception as err:  # surfaced by stop(), unless stop() caused it
+            if not self._stopping:
+                self.error = err
+
+    def settle(self, expected: dict[str, int], timeout: float = 30) -> None:
+        """Wait until the watch has caught up with a known final state."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._count() == expected, timeout):
+                raise AssertionError(f"healthy pods never reached {expected}; last seen {self._count()}")
+
+    def stop(self) -> dict[str, int]:
+        self._stopping = True
+        self._watch.stop()
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+        return dict(self.minimum)
