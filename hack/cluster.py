@@ -44,6 +44,7 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 ADMIN_CONTEXT = "rollout-plus-local"
+OPERATOR_CONTEXT = "rollout-plus-operator"
 VIEWER_CONTEXT = "rollout-plus-viewer"
 NOBODY_CONTEXT = "rollout-plus-nobody"
 
@@ -231,6 +232,9 @@ USERS = {
     "controller-manager": ("system:kube-controller-manager", ""),
     "scheduler": ("system:kube-scheduler", ""),
     "kwok": ("kwok", "system:masters"),
+    # cluster-admin through RBAC, not system:masters: subject to max-in-flight
+    # limits and priority and fairness like a real operator's account.
+    "operator": ("operator", "rollout-plus:operators"),
     # Read-only everywhere (the `view` ClusterRole); for RBAC tests.
     "viewer": ("viewer", "rollout-plus:viewers"),
     # No permission at all beyond discovery.
@@ -330,10 +334,17 @@ CLUSTER_RBAC = {
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
+            "metadata": {"name": "rollout-plus:operators"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "rollout-plus:operators"}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
             "metadata": {"name": "rollout-plus:viewers"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "rollout-plus:viewers"}],
-        }
+        },
     ],
 }
 
@@ -388,7 +399,12 @@ def up(workdir: Path, nodes: int, apiserver_args: list[str], audit: bool) -> Pat
         kubeconfig(
             server,
             pki / "ca.crt",
-            {ADMIN_CONTEXT: tokens["admin"], VIEWER_CONTEXT: tokens["viewer"], NOBODY_CONTEXT: tokens["nobody"]},
+            {
+                ADMIN_CONTEXT: tokens["admin"],
+                OPERATOR_CONTEXT: tokens["operator"],
+                VIEWER_CONTEXT: tokens["viewer"],
+                NOBODY_CONTEXT: tokens["nobody"],
+            },
             ADMIN_CONTEXT,
         )
     )

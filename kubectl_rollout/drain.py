@@ -132,6 +132,7 @@ class DrainEngine:
         self.emit = emit
         self.cancel = cancel or threading.Event()
         self._pdbs: PdbWatch | None = None
+        self._pdbs_lock = threading.Lock()
         limit = options.max_concurrent_evictions
         self._in_flight = threading.BoundedSemaphore(limit) if limit > 0 else None
 
@@ -276,17 +277,21 @@ class DrainEngine:
     # --- running ------------------------------------------------------------------------
 
     def _pdb_watch(self) -> PdbWatch:
-        if self._pdbs is None:
-            collection = WatchedCollection(
-                self.cluster.policy.list_pod_disruption_budget_for_all_namespaces,
-                description="PodDisruptionBudgets",
-            ).start()
-            self._pdbs = PdbWatch(collection)
-        return self._pdbs
+        # Eviction threads ask for it concurrently; exactly one watch must exist.
+        with self._pdbs_lock:
+            if self._pdbs is None:
+                collection = WatchedCollection(
+                    self.cluster.policy.list_pod_disruption_budget_for_all_namespaces,
+                    description="PodDisruptionBudgets",
+                ).start()
+                self._pdbs = PdbWatch(collection)
+            return self._pdbs
 
     def close(self) -> None:
-        if self._pdbs is not None:
-            self._pdbs.collection.stop()
+        with self._pdbs_lock:
+            if self._pdbs is not None:
+                self._pdbs.collection.stop()
+                self._pdbs = None
 
     def cordon(self, node: Any) -> None:
         changed = set_cordoned(self.cluster, node, True, dry_run=self.options.dry_run.value)
