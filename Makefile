@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -56,3 +56,7 @@ cluster-status:
 clean: cluster-down
 	$(PYTHON) hack/cluster.py down --dir .cluster/tests
 	rm -rf $(VENV) .bin .cluster build dist *.egg-info
+
+## bench-drain: kubectl drain vs kubectl rollout-plus drain on one cluster (prints figures)
+bench-drain: setup
+	$(BIN)/python hack/bench_drain.py
