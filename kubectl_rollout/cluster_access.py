@@ -56,7 +56,7 @@ def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str]) -> list[P
     return [Path("~/.kube/config").expanduser()]
 
 
-class _TimeoutApiClient(client.ApiClient):
+class _TimeoutApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
     """An API client that applies --request-timeout to every request that sets none.
 
     Watches are left alone: their streams stay open on purpose, and the server
@@ -67,10 +67,11 @@ class _TimeoutApiClient(client.ApiClient):
         super().__init__(configuration)
         self._default_timeout = request_timeout or None
 
-    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("_request_timeout") is None and self._default_timeout and "watch=true" not in url:
+    def request(self, method: str, url: str, query_params: Any = None, *args: Any, **kwargs: Any) -> Any:
+        watching = any(key == "watch" and value for key, value in query_params or [])
+        if kwargs.get("_request_timeout") is None and self._default_timeout and not watching:
             kwargs["_request_timeout"] = self._default_timeout
-        return super().call_api(method, url, *args, **kwargs)
+        return super().request(method, url, query_params, *args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -66,12 +66,13 @@ def is_fully_available(obj: Any) -> bool:
 
 
 def _list_func(cluster: Cluster, kind: str) -> Callable[..., Any]:
-    return {
+    functions: dict[str, Callable[..., Any]] = {
         "Deployment": cluster.apps.list_namespaced_deployment,
         "ReplicaSet": cluster.apps.list_namespaced_replica_set,
         "StatefulSet": cluster.apps.list_namespaced_stateful_set,
         "ReplicationController": cluster.core.list_namespaced_replication_controller,
-    }[kind]
+    }
+    return functions[kind]
 
 
 def describe(workloads: Iterable[WorkloadRef], collections: dict[tuple[str, str], WatchedCollection]) -> list[str]:

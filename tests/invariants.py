@@ -13,6 +13,7 @@ from typing import Any
 from kubernetes import watch
 
 from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.watched_collection import stop_watch
 
 
 def is_healthy(pod: Any) -> bool:
@@ -81,7 +82,7 @@ class HealthyPods:
 
     def stop(self) -> dict[str, int]:
         self._stopping = True
-        self._watch.stop()
+        stop_watch(self._watch)
         self._thread.join(10)
         if self.error is not None:
             raise self.error

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from kubernetes import watch
 
+from kubectl_rollout.api_retry import call_with_retry
+
 
 def until(
     list_func: Callable[..., Any],
@@ -24,7 +26,8 @@ def until(
     **list_kwargs: Any,
 ) -> Any:
     deadline = time.monotonic() + timeout
-    listing = list_func(**list_kwargs)
+    # A throttling API server may refuse the list (429); the watch is long-running and exempt.
+    listing = call_with_retry(list_func, **list_kwargs)
     last: Any = None
     for item in listing.items:
         last = item

@@ -19,6 +19,7 @@ import watching
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout import drain_events as ev
+from kubectl_rollout.api_retry import call_with_retry
 from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
 from kubectl_rollout.drain import DrainEngine, DrainOptions
 
@@ -70,7 +71,7 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
     throttled: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     namespace = "throttled-drain"
-    throttled.core.create_namespace({"metadata": {"name": namespace}})
+    call_with_retry(throttled.core.create_namespace, {"metadata": {"name": namespace}})
     watching.until(
         throttled.core.list_namespaced_service_account,
         lambda sa: sa.metadata.name == "default",
@@ -78,8 +79,8 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
         timeout=60,
         what="default service account",
     )
-    throttled.core.patch_node("kwok-node-1", {"spec": {"unschedulable": True}})
-    throttled.apps.create_namespaced_deployment(namespace, manifests.deployment("web", replicas=12))
+    call_with_retry(throttled.core.patch_node, "kwok-node-1", {"spec": {"unschedulable": True}})
+    call_with_retry(throttled.apps.create_namespaced_deployment, namespace, manifests.deployment("web", replicas=12))
     watching.until(
         throttled.apps.list_namespaced_deployment,
         lambda d: (d.status.available_replicas or 0) == 12,
@@ -87,9 +88,11 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
         timeout=120,
         what="web available",
     )
-    throttled.core.patch_node("kwok-node-1", {"spec": {"unschedulable": None}})
-    throttled.policy.create_namespaced_pod_disruption_budget(
-        namespace, manifests.pdb("web", app="web", max_unavailable=2)
+    call_with_retry(throttled.core.patch_node, "kwok-node-1", {"spec": {"unschedulable": None}})
+    call_with_retry(
+        throttled.policy.create_namespaced_pod_disruption_budget,
+        namespace,
+        manifests.pdb("web", app="web", max_unavailable=2),
     )
     seen: list[ev.Event] = []
     stop = threading.Event()
@@ -122,5 +125,6 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
     ]
     assert waits, "the drain itself was never throttled; raise the load"
     assert all(wait >= retry_after for retry_after, wait in waits), waits
-    remaining = [p for p in throttled.core.list_namespaced_pod(namespace).items if p.spec.node_name == "kwok-node-0"]
+    pods = call_with_retry(throttled.core.list_namespaced_pod, namespace).items
+    remaining = [p for p in pods if p.spec.node_name == "kwok-node-0"]
     assert remaining == []
