@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -60,3 +60,8 @@ clean: cluster-down
 ## bench-drain: kubectl drain vs kubectl rollout-plus drain on one cluster (prints figures)
 bench-drain: setup
 	$(BIN)/python hack/bench_drain.py
+
+## dist: the Krew archives (dist/) and krew-manifest.yaml rendered from them; commit the manifest
+dist: $(VENV)/.installed
+	$(BIN)/python hack/dist/build_archives.py
+	$(BIN)/python hack/dist/render_krew_manifest.py

@@ -19,6 +19,7 @@ import click
 
 from kubectl_rollout import __version__
 from kubectl_rollout.cli_options import Group, global_options, open_cluster
+from kubectl_rollout.completion import invoked_for_completion, kubectl_complete, shell_source
 from kubectl_rollout.drain_commands import cordon, drain, uncordon
 
 
@@ -74,13 +75,33 @@ def version_command(ctx: click.Context, /, client_only: bool, output: str, **fla
         click.echo(f"Server Version: {versions['serverVersion']}")
 
 
+@cli.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh"]))
+def completion_command(shell: str) -> None:
+    """Print the completion script for SHELL.
+
+    \b
+    bash:  source <(kubectl-rollout_plus completion bash)
+    zsh:   source <(kubectl-rollout_plus completion zsh)
+
+    For `kubectl rollout-plus <TAB>`, kubectl (1.26+) runs
+    kubectl_complete-rollout_plus from PATH; pip and pipx install it, and with
+    Krew link it to the plugin:
+    ln -s "$(command -v kubectl-rollout_plus)" ~/.krew/bin/kubectl_complete-rollout_plus
+    """
+    click.echo(shell_source(cli, shell), nl=False)
+
+
 cli.add_command(drain)
 cli.add_command(cordon)
 cli.add_command(uncordon)
 
 
 def main() -> None:
-    """Console-script entry point: ``kubectl-rollout_plus``."""
+    """Console-script entry point: ``kubectl-rollout_plus`` (or, linked, ``kubectl_complete-rollout_plus``)."""
+    if invoked_for_completion():
+        kubectl_complete()
+        return
     cli.main(prog_name="kubectl rollout-plus")
 
 

@@ -78,7 +78,7 @@ def global_options(command: F) -> F:
     return command
 
 
-def _settings(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
+def settings_from(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
     """Merge the flags given before the subcommand with those given after it."""
     merged: dict[str, Any] = {}
     for level in (ctx.find_root().params, overrides):
@@ -92,6 +92,6 @@ def _settings(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
 
 
 def open_cluster(ctx: click.Context, **flags: Any) -> Cluster:
-    cluster = connect(_settings(ctx, **flags))
+    cluster = connect(settings_from(ctx, **flags))
     ctx.call_on_close(cluster.close)
     return cluster

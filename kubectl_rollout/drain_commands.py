@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli_options import global_options, open_cluster
+from kubectl_rollout.cli_options import global_options, open_cluster, settings_from
+from kubectl_rollout.cluster_access import connect
 from kubectl_rollout.drain import DrainEngine, DrainOptions, DryRun
 from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
 from kubectl_rollout.durations import parse_duration
@@ -41,6 +44,21 @@ def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) ->
             param_hint=flag,
         ) from err
     return value
+
+
+def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Node names from the cluster, for TAB; silent (no candidates) when it cannot be reached."""
+    flags = {k: ctx.params.get(k) for k in ("kubeconfig", "context")}
+    try:
+        settings = replace(settings_from(ctx, **flags), request_timeout=3.0)
+        cluster = connect(settings)
+        try:
+            names = [n.metadata.name for n in cluster.core.list_node().items]
+        finally:
+            cluster.close()
+    except Exception:
+        return []
+    return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]
 
 
 def _check_targets(nodes: tuple[str, ...], selector: str, command: str) -> None:
@@ -71,7 +89,7 @@ _selector_option = click.option(
 
 
 @click.command()
-@click.argument("nodes", nargs=-1)
+@click.argument("nodes", nargs=-1, shell_complete=_complete_nodes)
 @_selector_option
 @click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
 @click.option(
@@ -280,7 +298,7 @@ def _cordon_command(name: str, cordoned: bool) -> click.Command:
     verb = "cordon" if cordoned else "uncordon"
 
     @click.command(name=name)
-    @click.argument("nodes", nargs=-1)
+    @click.argument("nodes", nargs=-1, shell_complete=_complete_nodes)
     @_selector_option
     @_dry_run_option
     @global_options

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import pytest
+
+from kubectl_rollout.cli import cli
+from kubectl_rollout.completion import cobra_candidates, shell_source
+
+
+@pytest.mark.parametrize(
+    ("shell", "marker"), [("bash", "complete -o nosort -F"), ("zsh", "#compdef kubectl-rollout_plus")]
+)
+def test_shell_scripts(shell: str, marker: str) -> None:
+    source = shell_source(cli, shell)
+    assert marker in source
+    assert "_KUBECTL_ROLLOUT_PLUS_COMPLETE" in source
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        ([""], "completion\tPrint the completion script for SHELL."),
+        (["dr"], "drain\tDrain NODE... in preparation for..."),
+        (["drain", "--ign"], "--ignore-daemonsets\tIgnore DaemonSet-managed pods."),
+        (["drain", "--dry-run", "s"], "server"),
+    ],
+)
+def test_kubectl_plugin_completion_speaks_cobras_format(args: list[str], first: str) -> None:
+    lines = cobra_candidates(cli, args).splitlines()
+    assert lines[0] == first
+    assert lines[-1] == ":4"  # no file-name fallback
