@@ -1,0 +1,120 @@
+"""The drain's human output: kubectl's lines where kubectl has them, more where it says too little."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+from kubectl_rollout import drain_events as ev
+from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter
+
+POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
+
+
+def render(*events: ev.Event, live: bool = False) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    printer = HumanPrinter(out, err, live=live)
+    for event in events:
+        printer(event)
+    printer.close()
+    return out.getvalue(), err.getvalue()
+
+
+def test_kubectl_wording_for_a_plain_drain() -> None:
+    out, err = render(
+        ev.NodeCordoned(node="node-a", changed=True),
+        ev.EvictionStarted(pod=POD, attempt=1),
+        ev.PodEvicted(pod=POD),
+        ev.PodGone(pod=POD, after=1.2),
+        ev.NodeDrained(node="node-a", evicted=1, seconds=1.5),
+        ev.DrainFinished(drained=("node-a",), failed=(), seconds=1.5),
+    )
+    assert out.splitlines() == [
+        "node/node-a cordoned",
+        "evicting pod shop/web-1",
+        "pod/web-1 evicted",
+        "node/node-a drained",
+    ]
+    assert err == ""
+
+
+def test_dry_runs_say_so() -> None:
+    out, _ = render(
+        ev.NodeCordoned(node="node-a", changed=True, dry_run="client"),
+        ev.PodEvicted(pod=POD, dry_run="client"),
+        ev.NodeCordoned(node="node-b", changed=False, dry_run="server"),
+    )
+    assert out.splitlines() == [
+        "node/node-a cordoned (dry run)",
+        "evicting pod shop/web-1 (dry run)",
+        "node/node-b already cordoned (server dry run)",
+    ]
+
+
+def test_a_blocked_pod_names_its_pdb_counts_and_timing() -> None:
+    now = time.time()
+    _, err = render(
+        ev.EvictionBlocked(
+            pod=POD,
+            reason="pdb-blocked",
+            message="",
+            pdb="shop/web",
+            healthy=3,
+            needed=3,
+            since=now - 5,
+            attempts=2,
+            next_try_by=now + 4,
+        )
+    )
+    line = err.strip()
+    assert line.startswith(
+        "pod shop/web-1 (node node-a): PodDisruptionBudget shop/web (healthy 3, needs 3) "
+        "allows no disruption now; blocked since "
+    )
+    assert "attempt 2" in line
+    assert "retrying as soon as it has room, " in line
+
+
+def test_throttling_shows_retry_after() -> None:
+    now = time.time()
+    _, err = render(
+        ev.EvictionBlocked(
+            pod=POD, reason="throttled", message="", since=now, attempts=1, next_try_by=now + 1.1, retry_after=1.0
+        )
+    )
+    assert "the API server is throttling requests (Retry-After 1s)" in err
+
+
+def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
+    _, err = render(
+        ev.PodFailed(pod=POD, reason="global timeout reached: 3s"),
+        ev.NodeDrainFailed(node="node-a", reason="global timeout reached: 3s", pending=("shop/web-1",), cordoned=True),
+        ev.DrainFinished(drained=(), failed=("node-a",), seconds=3.0),
+    )
+    assert 'error when evicting pods/"web-1" -n "shop": global timeout reached: 3s' in err
+    assert 'error: unable to drain node "node-a" due to error: global timeout reached: 3s, continuing command...' in err
+    assert "There are pending nodes to be drained:\n node-a\n" in err
+    assert (
+        "node node-a (left cordoned): global timeout reached: 3s\n  pod shop/web-1: global timeout reached: 3s" in err
+    )
+
+
+def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
+    out, _ = render(ev.NodeCordoned(node="node-a", changed=True), ev.EvictionStarted(pod=POD, attempt=1), live=True)
+    assert "\r\x1b[K" in out
+    assert "1 evicting" in out
+    assert out.endswith("\r\x1b[K")
+
+
+def test_jsonl_is_one_object_per_event_with_type_and_time() -> None:
+    out = io.StringIO()
+    printer = JsonLinesPrinter(out)
+    printer(ev.PodGone(pod=POD, after=1.5, at=0.0))
+    (line,) = out.getvalue().splitlines()
+    assert json.loads(line) == {
+        "type": "PodGone",
+        "at": "1970-01-01T00:00:00.000Z",
+        "pod": {"namespace": "shop", "name": "web-1", "node": "node-a"},
+        "after": 1.5,
+    }
