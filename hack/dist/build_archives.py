@@ -73,8 +73,9 @@ def stage(target: Path) -> None:
     for path in sorted(target.rglob("*")):
         if path.is_dir() and path.name in ("__pycache__", "bin"):
             shutil.rmtree(path, ignore_errors=True)
-        elif path.is_file() and (path.suffix in (".so", ".pyd", ".dylib") or path.name == "RECORD"):
-            # RECORD lists the compiled files we drop; it is not needed to import anything.
+        elif path.is_file() and (path.suffix in (".so", ".pyd", ".dylib") or path.name in ("RECORD", "direct_url.json")):
+            # RECORD lists the compiled files we drop; direct_url.json names the checkout's
+            # path (a build elsewhere would differ). Neither is needed to import anything.
             path.unlink()
     (target / "__main__.py").write_text(MAIN)
 

@@ -1,0 +1,260 @@
+"""How many replicas each ReplicaSet gets next: the Deployment controller's arithmetic, as pure functions.
+
+Ported from the behaviour of kubernetes/kubernetes pkg/controller/deployment
+(rolling.go, sync.go, util/deployment_util.go) and apimachinery's intstr:
+
+* maxSurge given as a percentage rounds up, maxUnavailable rounds down; when
+  both resolve to 0, maxUnavailable becomes 1 (``resolve_fenceposts``);
+* the new ReplicaSet grows up to replicas + maxSurge pods in all
+  (``new_replica_set_size``);
+* old ReplicaSets shrink, unhealthy replicas first, oldest ReplicaSet first,
+  never below replicas - maxUnavailable available (``old_replica_set_sizes``);
+* a change of replicas mid-rollout is spread over the active ReplicaSets in
+  proportion to their size, rounding half away from zero (``proportional_sizes``).
+
+Numbers in, numbers out: no API objects, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+IntOrPercent = int | str
+
+_PERCENT = re.compile(r"^(-?\d+)%$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaSetState:
+    """What the arithmetic needs to know about one ReplicaSet."""
+
+    name: str
+    #: spec.replicas
+    replicas: int
+    #: status.availableReplicas, as the ReplicaSet controller reports it
+    available: int = 0
+    #: creation time (any monotonic number); ties are broken by name, as upstream
+    created: float = 0.0
+    #: the deployment.kubernetes.io/max-replicas annotation: replicas + maxSurge when it was last scaled
+    max_replicas: int | None = None
+
+
+def round_half_away_from_zero(value: float) -> int:
+    """Go's math.Round. Python's round() goes to the even neighbour (round(2.5) == 2); the controller gets 3."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+def scaled_value(value: IntOrPercent, total: int, *, round_up: bool) -> int:
+    """intstr.GetScaledValueFromIntOrPercent: an int as is, "N%" of ``total`` rounded up or down."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid value {value!r}: neither an integer nor a percentage")
+    if isinstance(value, int):
+        return value
+    found = _PERCENT.match(value)
+    if found is None:
+        raise ValueError(f"invalid value {value!r}: a string must be a percentage like 25%")
+    exact = int(found.group(1)) * total / 100
+    return math.ceil(exact) if round_up else math.floor(exact)
+
+
+def resolve_fenceposts(
+    max_surge: IntOrPercent | None, max_unavailable: IntOrPercent | None, desired: int
+) -> tuple[int, int]:
+    """(surge, unavailable) for ``desired`` replicas; both zero means unavailable 1."""
+    surge = scaled_value(0 if max_surge is None else max_surge, desired, round_up=True)
+    unavailable = scaled_value(0 if max_unavailable is None else max_unavailable, desired, round_up=False)
+    if surge == 0 and unavailable == 0:
+        # Rounding down may turn a non-zero percentage into 0; some progress must stay possible.
+        unavailable = 1
+    return surge, unavailable
+
+
+def max_surge(replicas: int, surge: IntOrPercent | None, unavailable: IntOrPercent | None) -> int:
+    return resolve_fenceposts(surge, unavailable, replicas)[0]
+
+
+def max_unavailable(replicas: int, surge: IntOrPercent | None, unavailable: IntOrPercent | None) -> int:
+    if replicas == 0:
+        return 0
+    return min(resolve_fenceposts(surge, unavailable, replicas)[1], replicas)
+
+
+def new_replica_set_size(
+    *, replicas: int, surge: IntOrPercent, total_replicas: int, new_replicas: int, recreate: bool = False
+) -> int:
+    """reconcileNewReplicaSet with NewRSNewReplicas: the new ReplicaSet's next size.
+
+    ``total_replicas`` counts spec.replicas over every ReplicaSet, new included.
+    A new ReplicaSet larger than the Deployment shrinks to it at once.
+    """
+    if new_replicas >= replicas:
+        return replicas
+    if recreate:
+        return replicas
+    most = replicas + scaled_value(surge, replicas, round_up=True)
+    if total_replicas >= most:
+        return new_replicas
+    return new_replicas + min(most - total_replicas, replicas - new_replicas)
+
+
+def _oldest_first(replica_sets: Iterable[ReplicaSetState]) -> list[ReplicaSetState]:
+    return sorted(replica_sets, key=lambda rs: (rs.created, rs.name))
+
+
+def old_replica_set_sizes(
+    *,
+    replicas: int,
+    surge: IntOrPercent | None,
+    unavailable: IntOrPercent | None,
+    new: ReplicaSetState,
+    old: Sequence[ReplicaSetState],
+) -> dict[str, int]:
+    """reconcileOldReplicaSets: the next size of each old ReplicaSet during a rolling update.
+
+    First replicas that are not available are removed (cleanupUnhealthyReplicas),
+    then available ones while more than replicas - maxUnavailable stay available
+    (scaleDownOldReplicaSetsForRollingUpdate); oldest ReplicaSet first, both times.
+    Returns only the ReplicaSets whose size changes.
+    """
+    original = {rs.name: rs.replicas for rs in old}
+    sizes = dict(original)
+    old_total = sum(sizes.values())
+    if old_total == 0:
+        return {}
+    least_available = replicas - max_unavailable(replicas, surge, unavailable)
+    all_total = old_total + new.replicas
+    new_unavailable = new.replicas - new.available
+    budget = all_total - least_available - new_unavailable
+    if budget <= 0:
+        return {}
+
+    cleaned = 0
+    for rs in _oldest_first(old):
+        if cleaned >= budget:
+            break
+        if rs.replicas == 0 or rs.replicas == rs.available:
+            continue
+        step = min(budget - cleaned, rs.replicas - rs.available)
+        sizes[rs.name] -= step
+        cleaned += step
+
+    available = new.available + sum(rs.available for rs in old)
+    if available > least_available:
+        to_remove = available - least_available
+        removed = 0
+        for rs in _oldest_first(old):
+            if removed >= to_remove:
+                break
+            if sizes[rs.name] == 0:
+                continue
+            step = min(sizes[rs.name], to_remove - removed)
+            sizes[rs.name] -= step
+            removed += step
+    return {name: size for name, size in sizes.items() if size != original[name]}
+
+
+def replica_set_fraction(rs: ReplicaSetState, *, replicas: int, surge: int, status_replicas: int) -> int:
+    """getReplicaSetFraction: how many replicas ``rs`` gains (or loses) when the Deployment is resized."""
+    if replicas == 0:
+        return -rs.replicas
+    most = replicas + surge
+    before = rs.max_replicas
+    if not before:
+        # Annotation missing or tampered with: fall back to the Deployment's current size.
+        before = status_replicas
+        if before == 0:
+            return 0
+    return round_half_away_from_zero(rs.replicas * most / before) - rs.replicas
+
+
+def proportional_sizes(
+    *,
+    replicas: int,
+    surge: IntOrPercent | None,
+    unavailable: IntOrPercent | None,
+    replica_sets: Sequence[ReplicaSetState],
+    status_replicas: int,
+) -> dict[str, int]:
+    """The rolling-update branch of the controller's ``scale``: spread a resize over the active ReplicaSets.
+
+    ``replica_sets`` are the active ones (replicas > 0), new and old;
+    ``status_replicas`` is the Deployment's status.replicas. Returns every
+    active ReplicaSet's new size.
+    """
+    active = [rs for rs in replica_sets if rs.replicas > 0]
+    surge_value = max_surge(replicas, surge, unavailable)
+    allowed = replicas + surge_value if replicas > 0 else 0
+    to_add = allowed - sum(rs.replicas for rs in active)
+    if to_add > 0:
+        # Largest first; among equals the newest gets the rounding leftovers.
+        ordered = sorted(active, key=lambda rs: (-rs.replicas, -rs.created, _reverse(rs.name)))
+    elif to_add < 0:
+        # Largest first; among equals the oldest gives up replicas first.
+        ordered = sorted(active, key=lambda rs: (-rs.replicas, rs.created, rs.name))
+    else:
+        ordered = list(active)
+
+    sizes: dict[str, int] = {}
+    added = 0
+    for rs in ordered:
+        if to_add == 0 or to_add == added:
+            sizes[rs.name] = rs.replicas
+            continue
+        fraction = replica_set_fraction(rs, replicas=replicas, surge=surge_value, status_replicas=status_replicas)
+        allowed_now = to_add - added
+        proportion = min(fraction, allowed_now) if to_add > 0 else max(fraction, allowed_now)
+        sizes[rs.name] = rs.replicas + proportion
+        added += proportion
+    if ordered and to_add != 0:
+        first = ordered[0].name
+        sizes[first] = max(0, sizes[first] + to_add - added)
+    return sizes
+
+
+def scale_sizes(
+    *,
+    replicas: int,
+    surge: IntOrPercent | None,
+    unavailable: IntOrPercent | None,
+    new: ReplicaSetState | None,
+    new_desired: int | None,
+    old: Sequence[ReplicaSetState],
+    status_replicas: int,
+    rolling: bool = True,
+) -> dict[str, int]:
+    """The controller's ``scale``: sizes after spec.replicas changed (only the ReplicaSets that change).
+
+    One active ReplicaSet (or none: the newest) simply takes the new size; a
+    saturated new ReplicaSet (``new_desired`` is its desired-replicas
+    annotation) lets the old ones go to 0; otherwise a rolling update spreads
+    the difference proportionally. Recreate never scales proportionally.
+    """
+    everyone = ([new] if new is not None else []) + list(old)
+    active = [rs for rs in everyone if rs.replicas > 0]
+    if len(active) <= 1:
+        if active:
+            target = active[0]
+        elif new is not None:
+            target = new
+        elif old:
+            target = max(old, key=lambda rs: (rs.created, rs.name))
+        else:
+            return {}
+        return {} if target.replicas == replicas else {target.name: replicas}
+    if new is not None and new.replicas == replicas and new_desired == replicas and new.available == replicas:
+        return {rs.name: 0 for rs in old if rs.replicas > 0}
+    if not rolling:
+        return {}
+    before = {rs.name: rs.replicas for rs in active}
+    sizes = proportional_sizes(
+        replicas=replicas, surge=surge, unavailable=unavailable, replica_sets=active, status_replicas=status_replicas
+    )
+    return {name: size for name, size in sizes.items() if size != before[name]}
+
+
+def _reverse(name: str) -> tuple[int, ...]:
+    """A key that sorts names in descending order."""
+    return (*(-ord(ch) for ch in name), 1)
