@@ -367,10 +367,15 @@ def healthy(state: State, workdir: Path) -> bool:
     )
 
 
-def up(workdir: Path, nodes: int, apiserver_args: list[str], audit: bool) -> Path:
+def up(
+    workdir: Path, nodes: int, apiserver_args: list[str], audit: bool, controller_manager_args: list[str] | None = None
+) -> Path:
     workdir = workdir.resolve()
     state_file = workdir / "state.json"
+    controller_manager_args = controller_manager_args or []
     options: dict[str, object] = {"apiserver_args": apiserver_args, "audit": audit}
+    if controller_manager_args:
+        options["controller_manager_args"] = controller_manager_args
     previous = State.load(state_file)
     if previous is not None:
         if healthy(previous, workdir) and previous.nodes == nodes and previous.options == options:
@@ -509,6 +514,7 @@ def up(workdir: Path, nodes: int, apiserver_args: list[str], audit: bool) -> Pat
                     "--cluster-name=rollout-plus-local",
                     "--controllers=*",
                     "--profiling=false",
+                    *controller_manager_args,
                 ],
                 workdir,
             )
@@ -632,6 +638,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="--FLAG=VALUE",
         help="extra kube-apiserver flag; repeatable",
     )
+    up_cmd.add_argument(
+        "--controller-manager-arg",
+        action="append",
+        default=[],
+        metavar="--FLAG=VALUE",
+        help="extra kube-controller-manager flag, e.g. --controllers=*,-disruption; repeatable",
+    )
     up_cmd.add_argument("--audit", action="store_true", help="write an audit log (logs/audit.log)")
     for cmd in (
         up_cmd,
@@ -647,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
-            print(up(args.dir, args.nodes, args.apiserver_arg, args.audit))
+            print(up(args.dir, args.nodes, args.apiserver_arg, args.audit, args.controller_manager_arg))
         elif args.command == "down":
             down(args.dir)
         else:
