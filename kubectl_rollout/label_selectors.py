@@ -87,17 +87,30 @@ def selector_matches(selector: Any, labels: Mapping[str, str] | None) -> bool:
     """
     if selector is None:
         return False
-    labels = labels or {}
-    for key, value in (selector.match_labels or {}).items():
-        if labels.get(key) != value:
+    expressions = [(e.key, e.operator, e.values or []) for e in selector.match_expressions or []]
+    return _matches(selector.match_labels or {}, expressions, labels or {})
+
+
+def selector_matches_dict(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
+    """The same for a selector written as in a manifest (``matchLabels`` / ``matchExpressions``)."""
+    if selector is None:
+        return False
+    expressions = [
+        (e.get("key", ""), e.get("operator", ""), e.get("values") or []) for e in selector.get("matchExpressions") or []
+    ]
+    return _matches(selector.get("matchLabels") or {}, expressions, labels or {})
+
+
+def _matches(
+    match_labels: Mapping[str, str], expressions: list[tuple[str, str, list[str]]], labels: Mapping[str, str]
+) -> bool:
+    if any(labels.get(key) != value for key, value in match_labels.items()):
+        return False
+    for key, operator, values in expressions:
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
             return False
-    for expression in selector.match_expressions or []:
-        present = expression.key in labels
-        values = expression.values or []
-        operator = expression.operator
-        if operator == "In" and not (present and labels[expression.key] in values):
-            return False
-        if operator == "NotIn" and present and labels[expression.key] in values:
+        if operator == "NotIn" and present and labels[key] in values:
             return False
         if operator == "Exists" and not present:
             return False
