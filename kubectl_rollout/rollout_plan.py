@@ -1,0 +1,181 @@
+"""The next step of a managed workload's rollout: which ReplicaSet to create, scale or delete.
+
+One call is one sync of the Deployment controller (sync.go, rolling.go,
+recreate.go): a resize first (proportional scaling), then at most one kind of
+change per step: create the new ReplicaSet, grow it, or shrink the old ones;
+once complete, prune history beyond revisionHistoryLimit. The driver applies
+the step, waits for the ReplicaSet controller to act, and asks again.
+
+Pure: ReplicaSet snapshots in, a list of actions out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kubectl_rollout.replica_math import (
+    ReplicaSetState,
+    max_surge,
+    new_replica_set_size,
+    old_replica_set_sizes,
+    scale_sizes,
+)
+from kubectl_rollout.workload_spec import WorkloadSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManagedReplicaSet:
+    name: str
+    #: our hash of the pod template it runs (annotation), which identifies the new ReplicaSet
+    template_hash: str
+    replicas: int
+    current: int = 0
+    available: int = 0
+    created: float = 0.0
+    revision: int = 0
+    #: deployment.kubernetes.io/desired-replicas and max-replicas annotations
+    desired_replicas: int | None = None
+    max_replicas: int | None = None
+
+
+@dataclass(frozen=True)
+class CreateReplicaSet:
+    replicas: int
+    revision: int
+
+
+@dataclass(frozen=True)
+class ScaleReplicaSet:
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True)
+class SetRevision:
+    """An old ReplicaSet becomes the new one again (undo): it takes the next revision."""
+
+    name: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class DeleteReplicaSet:
+    name: str
+
+
+Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet
+
+
+def _state(rs: ManagedReplicaSet) -> ReplicaSetState:
+    return ReplicaSetState(
+        name=rs.name, replicas=rs.replicas, available=rs.available, created=rs.created, max_replicas=rs.max_replicas
+    )
+
+
+def split(
+    template_hash: str, replica_sets: Sequence[ManagedReplicaSet]
+) -> tuple[ManagedReplicaSet | None, list[ManagedReplicaSet]]:
+    new = next((rs for rs in replica_sets if rs.template_hash == template_hash), None)
+    return new, [rs for rs in replica_sets if rs is not new]
+
+
+def is_scaling_event(spec: WorkloadSpec, replica_sets: Sequence[ManagedReplicaSet]) -> bool:
+    """isScalingEvent: an active ReplicaSet was sized for another replica count."""
+    active = [rs for rs in replica_sets if rs.replicas > 0]
+    return any(rs.desired_replicas is not None and rs.desired_replicas != spec.replicas for rs in active)
+
+
+def cleanup(spec: WorkloadSpec, old: Sequence[ManagedReplicaSet]) -> list[Action]:
+    """cleanupDeployment: delete the oldest empty ReplicaSets beyond revisionHistoryLimit."""
+    empty = sorted((rs for rs in old if rs.replicas == 0 and rs.current == 0), key=lambda rs: (rs.created, rs.name))
+    excess = len([rs for rs in old if rs.replicas == 0]) - spec.revision_history_limit
+    return [DeleteReplicaSet(rs.name) for rs in empty[: max(0, excess)]]
+
+
+def plan(
+    spec: WorkloadSpec,
+    template_hash: str,
+    replica_sets: Sequence[ManagedReplicaSet],
+    *,
+    status_replicas: int,
+    old_pods_running: bool,
+    complete: bool,
+) -> list[Action]:
+    """The actions of one sync. An empty list means: nothing to do until something changes."""
+    new, old = split(template_hash, replica_sets)
+    if is_scaling_event(spec, replica_sets):
+        changes = scale_sizes(
+            replicas=spec.replicas,
+            surge=spec.max_surge,
+            unavailable=spec.max_unavailable,
+            new=_state(new) if new else None,
+            new_desired=new.desired_replicas if new else None,
+            old=[_state(rs) for rs in old],
+            status_replicas=status_replicas,
+            rolling=spec.rolling,
+        )
+        if changes:
+            return [ScaleReplicaSet(name, size) for name, size in sorted(changes.items())]
+    if spec.paused:
+        return []
+    next_revision = max((rs.revision for rs in replica_sets), default=0) + 1
+    if new is not None and new.revision != max((rs.revision for rs in replica_sets), default=0):
+        # An old template came back (undo): its ReplicaSet becomes the newest revision.
+        return [SetRevision(new.name, next_revision)]
+    return (
+        _recreate(spec, new, old, next_revision, old_pods_running, complete)
+        if not spec.rolling
+        else _rolling(spec, new, old, next_revision, complete)
+    )
+
+
+def _rolling(
+    spec: WorkloadSpec, new: ManagedReplicaSet | None, old: list[ManagedReplicaSet], next_revision: int, complete: bool
+) -> list[Action]:
+    old_total = sum(rs.replicas for rs in old)
+    if new is None:
+        size = new_replica_set_size(
+            replicas=spec.replicas, surge=spec.max_surge, total_replicas=old_total, new_replicas=0
+        )
+        return [CreateReplicaSet(size, next_revision)]
+    size = new_replica_set_size(
+        replicas=spec.replicas, surge=spec.max_surge, total_replicas=old_total + new.replicas, new_replicas=new.replicas
+    )
+    if size != new.replicas:
+        return [ScaleReplicaSet(new.name, size)]
+    shrink = old_replica_set_sizes(
+        replicas=spec.replicas,
+        surge=spec.max_surge,
+        unavailable=spec.max_unavailable,
+        new=_state(new),
+        old=[_state(rs) for rs in old if rs.replicas > 0],
+    )
+    if shrink:
+        return [ScaleReplicaSet(name, size) for name, size in sorted(shrink.items())]
+    return cleanup(spec, old) if complete else []
+
+
+def _recreate(
+    spec: WorkloadSpec,
+    new: ManagedReplicaSet | None,
+    old: list[ManagedReplicaSet],
+    next_revision: int,
+    old_pods_running: bool,
+    complete: bool,
+) -> list[Action]:
+    active = [rs for rs in old if rs.replicas > 0]
+    if active:
+        return [ScaleReplicaSet(rs.name, 0) for rs in active]
+    if old_pods_running:
+        return []  # Recreate: not one new pod while an old one still runs
+    if new is None:
+        return [CreateReplicaSet(spec.replicas, next_revision)]
+    if new.replicas != spec.replicas:
+        return [ScaleReplicaSet(new.name, spec.replicas)]
+    return cleanup(spec, old) if complete else []
+
+
+def surge_annotation(spec: WorkloadSpec) -> int:
+    """deployment.kubernetes.io/max-replicas for a ReplicaSet sized now."""
+    return spec.replicas + (max_surge(spec.replicas, spec.max_surge, spec.max_unavailable) if spec.rolling else 0)

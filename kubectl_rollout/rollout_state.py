@@ -1,0 +1,307 @@
+"""A managed workload's status and conditions, computed as the Deployment controller computes them.
+
+Ported from the behaviour of pkg/controller/deployment (sync.go calculateStatus,
+progress.go syncRolloutStatus, util: SetDeploymentCondition, DeploymentComplete,
+DeploymentProgressing, DeploymentTimedOut), and kubectl's rollout status
+wording (pkg/polymorphichelpers/rollout_status.go). Pure: ReplicaSet views and
+times in, a status out. Its JSON form is a Deployment's status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubectl_rollout.replica_math import max_unavailable
+
+PROGRESSING = "Progressing"
+AVAILABLE = "Available"
+REPLICA_FAILURE = "ReplicaFailure"
+
+# Reasons, as deployment_util.go names them.
+NEW_RS_CREATED = "NewReplicaSetCreated"
+FOUND_NEW_RS = "FoundNewReplicaSet"
+RS_UPDATED = "ReplicaSetUpdated"
+NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
+TIMED_OUT = "ProgressDeadlineExceeded"
+PAUSED = "DeploymentPaused"
+RESUMED = "DeploymentResumed"
+MINIMUM_AVAILABLE = "MinimumReplicasAvailable"
+MINIMUM_UNAVAILABLE = "MinimumReplicasUnavailable"
+FAILED_RS_CREATE = "ReplicaSetCreateError"
+# Beyond the controller: new pods that cannot start fail the rollout fast.
+PODS_FAILING = "NewPodsFailing"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_update_time: float
+    last_transition_time: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "lastUpdateTime": _iso(self.last_update_time),
+            "lastTransitionTime": _iso(self.last_transition_time),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Condition:
+        return cls(
+            type=raw["type"],
+            status=raw["status"],
+            reason=raw.get("reason", ""),
+            message=raw.get("message", ""),
+            last_update_time=_epoch(raw.get("lastUpdateTime")),
+            last_transition_time=_epoch(raw.get("lastTransitionTime")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolloutStatus:
+    observed_generation: int = 0
+    replicas: int = 0
+    updated_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    unavailable_replicas: int = 0
+    collision_count: int = 0
+    conditions: tuple[Condition, ...] = field(default_factory=tuple)
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "observedGeneration": self.observed_generation,
+            "replicas": self.replicas,
+            "updatedReplicas": self.updated_replicas,
+            "readyReplicas": self.ready_replicas,
+            "availableReplicas": self.available_replicas,
+            "unavailableReplicas": self.unavailable_replicas,
+            "conditions": [c.as_dict() for c in self.conditions],
+        }
+        if self.collision_count:
+            body["collisionCount"] = self.collision_count
+        return body
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> RolloutStatus:
+        raw = raw or {}
+        return cls(
+            observed_generation=raw.get("observedGeneration", 0),
+            replicas=raw.get("replicas", 0),
+            updated_replicas=raw.get("updatedReplicas", 0),
+            ready_replicas=raw.get("readyReplicas", 0),
+            available_replicas=raw.get("availableReplicas", 0),
+            unavailable_replicas=raw.get("unavailableReplicas", 0),
+            collision_count=raw.get("collisionCount", 0),
+            conditions=tuple(Condition.from_dict(c) for c in raw.get("conditions", [])),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaSetView:
+    """A ReplicaSet as the status computation sees it."""
+
+    name: str
+    #: spec.replicas
+    replicas: int
+    #: status.replicas / readyReplicas / availableReplicas
+    current: int = 0
+    ready: int = 0
+    available: int = 0
+    #: a ReplicaFailure condition of the ReplicaSet (reason, message), if any
+    failure: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """What the status is measured against: the workload's spec."""
+
+    name: str
+    generation: int
+    replicas: int
+    max_surge: int | str
+    max_unavailable: int | str
+    progress_deadline_seconds: int | None
+    paused: bool = False
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _epoch(text: str | None) -> float:
+    if not text:
+        return 0.0
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def set_condition(conditions: Sequence[Condition], new: Condition) -> tuple[Condition, ...]:
+    """SetDeploymentCondition: same status and reason changes nothing; same status keeps the transition time."""
+    current = next((c for c in conditions if c.type == new.type), None)
+    if current is not None and current.status == new.status and current.reason == new.reason:
+        return tuple(conditions)
+    if current is not None and current.status == new.status:
+        new = dataclasses.replace(new, last_transition_time=current.last_transition_time)
+    return (*(c for c in conditions if c.type != new.type), new)
+
+
+def remove_condition(conditions: Sequence[Condition], kind: str) -> tuple[Condition, ...]:
+    return tuple(c for c in conditions if c.type != kind)
+
+
+def condition(kind: str, status: bool, reason: str, message: str, now: float) -> Condition:
+    return Condition(
+        type=kind,
+        status="True" if status else "False",
+        reason=reason,
+        message=message,
+        last_update_time=now,
+        last_transition_time=now,
+    )
+
+
+def calculate_status(
+    target: Target,
+    replica_sets: Sequence[ReplicaSetView],
+    new: ReplicaSetView | None,
+    previous: RolloutStatus,
+    now: float,
+) -> RolloutStatus:
+    """calculateStatus: counts over every ReplicaSet, and the Available condition."""
+    available = sum(rs.available for rs in replica_sets)
+    total = sum(rs.replicas for rs in replica_sets)
+    status = dataclasses.replace(
+        previous,
+        observed_generation=target.generation,
+        replicas=sum(rs.current for rs in replica_sets),
+        updated_replicas=new.current if new is not None else 0,
+        ready_replicas=sum(rs.ready for rs in replica_sets),
+        available_replicas=available,
+        unavailable_replicas=max(0, total - available),
+    )
+    least = target.replicas - max_unavailable(target.replicas, target.max_surge, target.max_unavailable)
+    if available >= least:
+        cond = condition(AVAILABLE, True, MINIMUM_AVAILABLE, "Deployment has minimum availability.", now)
+    else:
+        cond = condition(AVAILABLE, False, MINIMUM_UNAVAILABLE, "Deployment does not have minimum availability.", now)
+    return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+
+
+def is_complete(target: Target, status: RolloutStatus) -> bool:
+    """DeploymentComplete."""
+    return (
+        status.updated_replicas == target.replicas
+        and status.replicas == target.replicas
+        and status.available_replicas == target.replicas
+        and status.observed_generation >= target.generation
+    )
+
+
+def is_progressing(status: RolloutStatus, previous: RolloutStatus) -> bool:
+    """DeploymentProgressing: more updated, ready or available pods, or fewer old ones."""
+    old_now = status.replicas - status.updated_replicas
+    old_before = previous.replicas - previous.updated_replicas
+    return (
+        status.updated_replicas > previous.updated_replicas
+        or old_now < old_before
+        or status.ready_replicas > previous.ready_replicas
+        or status.available_replicas > previous.available_replicas
+    )
+
+
+def has_timed_out(target: Target, status: RolloutStatus, now: float) -> bool:
+    """DeploymentTimedOut: no progress for progressDeadlineSeconds since the condition was last updated."""
+    if target.progress_deadline_seconds is None:
+        return False
+    cond = status.condition(PROGRESSING)
+    if cond is None or cond.reason in (NEW_RS_AVAILABLE, TIMED_OUT):
+        return cond is not None and cond.reason == TIMED_OUT
+    return cond.last_update_time + target.progress_deadline_seconds < now
+
+
+def sync_rollout_status(
+    target: Target,
+    replica_sets: Sequence[ReplicaSetView],
+    new: ReplicaSetView | None,
+    previous: RolloutStatus,
+    now: float,
+) -> RolloutStatus:
+    """syncRolloutStatus: the status to write after a sync step."""
+    status = calculate_status(target, replica_sets, new, previous, now)
+    if target.progress_deadline_seconds is None:
+        status = dataclasses.replace(status, conditions=remove_condition(status.conditions, PROGRESSING))
+    current = previous.condition(PROGRESSING)
+    already_complete = (
+        status.replicas == status.updated_replicas and current is not None and current.reason == NEW_RS_AVAILABLE
+    )
+    if target.progress_deadline_seconds is not None and not already_complete and not target.paused:
+        subject = f'ReplicaSet "{new.name}"' if new is not None else f'Deployment "{target.name}"'
+        if is_complete(target, status):
+            cond = condition(PROGRESSING, True, NEW_RS_AVAILABLE, f"{subject} has successfully progressed.", now)
+            status = dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+        elif is_progressing(status, previous):
+            cond = condition(PROGRESSING, True, RS_UPDATED, f"{subject} is progressing.", now)
+            if current is not None and current.status == "True":
+                cond = dataclasses.replace(cond, last_transition_time=current.last_transition_time)
+            # Progress refreshes lastUpdateTime even when the reason is unchanged.
+            conditions = (*remove_condition(status.conditions, PROGRESSING), cond)
+            status = dataclasses.replace(status, conditions=conditions)
+        elif has_timed_out(target, status, now):
+            cond = condition(PROGRESSING, False, TIMED_OUT, f"{subject} has timed out progressing.", now)
+            status = dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+    failures = [rs.failure for rs in ([new] if new else []) + [r for r in replica_sets if r is not new] if rs.failure]
+    if failures:
+        reason, message = failures[0]
+        status = dataclasses.replace(
+            status, conditions=set_condition(status.conditions, condition(REPLICA_FAILURE, True, reason, message, now))
+        )
+    else:
+        status = dataclasses.replace(status, conditions=remove_condition(status.conditions, REPLICA_FAILURE))
+    return status
+
+
+def rollout_status_message(name: str, target: Target, status: RolloutStatus) -> tuple[str, bool, bool]:
+    """kubectl rollout status: (message, done, failed), worded as kubectl words it."""
+    if target.generation <= status.observed_generation:
+        cond = status.condition(PROGRESSING)
+        if cond is not None and cond.reason == TIMED_OUT:
+            return f'deployment "{name}" exceeded its progress deadline', True, True
+        failing = status.condition(REPLICA_FAILURE)
+        if failing is not None and failing.reason == PODS_FAILING:
+            return f'deployment "{name}" failed: {failing.message}', True, True
+        if status.updated_replicas < target.replicas:
+            return (
+                f'Waiting for deployment "{name}" rollout to finish: {status.updated_replicas} out of '
+                f"{target.replicas} new replicas have been updated...",
+                False,
+                False,
+            )
+        if status.replicas > status.updated_replicas:
+            return (
+                f'Waiting for deployment "{name}" rollout to finish: {status.replicas - status.updated_replicas} '
+                "old replicas are pending termination...",
+                False,
+                False,
+            )
+        if status.available_replicas < status.updated_replicas:
+            return (
+                f'Waiting for deployment "{name}" rollout to finish: {status.available_replicas} of '
+                f"{status.updated_replicas} updated replicas are available...",
+                False,
+                False,
+            )
+        return f'deployment "{name}" successfully rolled out', True, False
+    return "Waiting for deployment spec update to be observed...", False, False

@@ -1,0 +1,267 @@
+"""The rollout planner, step by step, against a simulated ReplicaSet controller.
+
+Each step applies the planned actions, then lets the simulated ReplicaSets
+catch up (pods appear at once, become available after ``ready_after``
+steps). Invariants are checked after every step, as the integration tests do
+on the real cluster with a watch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from kubectl_rollout.replica_math import max_surge, max_unavailable
+from kubectl_rollout.rollout_plan import (
+    CreateReplicaSet,
+    DeleteReplicaSet,
+    ManagedReplicaSet,
+    ScaleReplicaSet,
+    SetRevision,
+    plan,
+)
+from kubectl_rollout.workload_spec import WorkloadSpec, parse_workload
+
+
+def spec(
+    replicas: int,
+    surge: int | str = "25%",
+    unavailable: int | str = "25%",
+    *,
+    recreate: bool = False,
+    history: int = 10,
+    paused: bool = False,
+) -> WorkloadSpec:
+    strategy: dict[str, Any] = (
+        {"type": "Recreate"}
+        if recreate
+        else {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}
+    )
+    return parse_workload(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "strategy": strategy,
+                "revisionHistoryLimit": history,
+                "paused": paused,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "a", "image": "v"}]},
+                },
+            },
+        },
+        default_namespace="default",
+    )
+
+
+class Simulation:
+    """ReplicaSets that the planner drives and a toy ReplicaSet controller fills."""
+
+    def __init__(self, rses: list[ManagedReplicaSet], ready_after: int = 1) -> None:
+        self.rses = {rs.name: rs for rs in rses}
+        self.ages: dict[str, list[int]] = {rs.name: [0] * rs.current for rs in rses}
+        self.ready_after = ready_after
+        self.clock = 10.0
+
+    def apply(self, actions: list[Any], target: WorkloadSpec, template_hash: str) -> None:
+        for action in actions:
+            if isinstance(action, CreateReplicaSet):
+                self.clock += 1
+                name = f"web-{template_hash}"
+                self.rses[name] = ManagedReplicaSet(
+                    name=name,
+                    template_hash=template_hash,
+                    replicas=action.replicas,
+                    created=self.clock,
+                    revision=action.revision,
+                    desired_replicas=target.replicas,
+                )
+                self.ages[name] = []
+            elif isinstance(action, ScaleReplicaSet):
+                self.rses[action.name] = dataclasses.replace(
+                    self.rses[action.name], replicas=action.replicas, desired_replicas=target.replicas
+                )
+            elif isinstance(action, SetRevision):
+                self.rses[action.name] = dataclasses.replace(self.rses[action.name], revision=action.revision)
+            elif isinstance(action, DeleteReplicaSet):
+                del self.rses[action.name]
+
+    def tick(self) -> None:
+        """The ReplicaSet controller: create or delete pods; pods age towards availability."""
+        for name, rs in self.rses.items():
+            ages = [a + 1 for a in self.ages[name]][: rs.replicas]
+            ages += [0] * (rs.replicas - len(ages))
+            self.ages[name] = ages
+            available = sum(1 for a in ages if a >= self.ready_after)
+            self.rses[name] = dataclasses.replace(rs, current=len(ages), available=available)
+
+    @property
+    def total(self) -> int:
+        return sum(rs.current for rs in self.rses.values())
+
+    @property
+    def available(self) -> int:
+        return sum(rs.available for rs in self.rses.values())
+
+
+def run(
+    sim: Simulation, target: WorkloadSpec, template_hash: str, steps: int = 200
+) -> list[tuple[list[Any], int, int]]:
+    """Plan, apply, let the ReplicaSets catch up; until complete. Returns (actions, pods, available) per step."""
+    trace = []
+    for _ in range(steps):
+        new = [rs for rs in sim.rses.values() if rs.template_hash == template_hash]
+        complete = bool(new) and new[0].available == target.replicas == new[0].replicas and sim.total == target.replicas
+        old_running = any(rs.current for rs in sim.rses.values() if rs.template_hash != template_hash)
+        actions = plan(
+            target,
+            template_hash,
+            list(sim.rses.values()),
+            status_replicas=sim.total,
+            old_pods_running=old_running,
+            complete=complete,
+        )
+        sim.apply(actions, target, template_hash)
+        sim.tick()
+        trace.append((actions, sim.total, sim.available))
+        if complete and not actions:
+            break
+    return trace
+
+
+def v1(replicas: int, **kwargs: Any) -> ManagedReplicaSet:
+    return ManagedReplicaSet(
+        name="web-v1",
+        template_hash="v1",
+        replicas=replicas,
+        current=replicas,
+        available=replicas,
+        created=1.0,
+        revision=1,
+        desired_replicas=replicas,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "surge", "unavailable"),
+    [
+        (10, "25%", "25%"),
+        (10, 0, 1),
+        (10, 1, 0),
+        (10, "50%", 0),
+        (3, 1, 1),
+        (100, "25%", "25%"),
+        (5, "30%", "30%"),
+        (1, 0, 1),
+        (1, 1, 0),
+    ],
+)
+def test_rolling_update_keeps_the_fenceposts_at_every_step(
+    replicas: int, surge: int | str, unavailable: int | str
+) -> None:
+    target = spec(replicas, surge, unavailable)
+    sim = Simulation([v1(replicas)])
+    top = replicas + max_surge(replicas, surge, unavailable)
+    floor = replicas - max_unavailable(replicas, surge, unavailable)
+    for _actions, total, available in run(sim, target, "v2"):
+        assert total <= top
+        assert available >= floor
+    assert {rs.name: rs.replicas for rs in sim.rses.values()} == {"web-v1": 0, "web-v2": replicas}
+    assert sim.rses["web-v2"].revision == 2
+
+
+def test_first_steps_match_the_controller() -> None:
+    # 10 replicas, maxSurge 2, maxUnavailable 2: create at 2, then shrink the old to 8, ...
+    target = spec(10, 2, 2)
+    sim = Simulation([v1(10)])
+    steps = [actions for actions, _, _ in run(sim, target, "v2")]
+    assert steps[0] == [CreateReplicaSet(2, 2)]
+    assert steps[1] == [ScaleReplicaSet("web-v1", 8)]
+    assert steps[2] == [ScaleReplicaSet("web-v2", 4)]
+
+
+def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set() -> None:
+    target = spec(4, recreate=True)
+    sim = Simulation([v1(4)])
+    seen_both = False
+    for _ in run(sim, target, "v2"):
+        old_running = any(rs.current for rs in sim.rses.values() if rs.template_hash == "v1")
+        new_running = any(rs.current for rs in sim.rses.values() if rs.template_hash == "v2")
+        seen_both |= old_running and new_running
+    assert not seen_both
+    assert sim.rses["web-v2"].replicas == 4
+
+
+def test_resize_mid_rollout_is_proportional() -> None:
+    rses = [
+        v1(8),
+        ManagedReplicaSet(
+            name="web-v2",
+            template_hash="v2",
+            replicas=5,
+            current=5,
+            available=0,
+            created=2.0,
+            revision=2,
+            desired_replicas=10,
+            max_replicas=13,
+        ),
+    ]
+    rses[0] = dataclasses.replace(rses[0], desired_replicas=10, max_replicas=13)
+    bigger = spec(50, 6, 0)
+    actions = plan(bigger, "v2", rses, status_replicas=13, old_pods_running=True, complete=False)
+    assert actions == [ScaleReplicaSet("web-v1", 34), ScaleReplicaSet("web-v2", 22)]
+
+
+def test_paused_workloads_only_scale() -> None:
+    paused = spec(10, paused=True)
+    assert plan(paused, "v2", [v1(10)], status_replicas=10, old_pods_running=True, complete=False) == []
+    resized = spec(12, paused=True)
+    assert plan(resized, "v2", [v1(10)], status_replicas=10, old_pods_running=True, complete=False) == [
+        ScaleReplicaSet("web-v1", 12)
+    ]
+
+
+def test_undo_reuses_the_old_replica_set_with_a_new_revision() -> None:
+    rses = [
+        dataclasses.replace(v1(0), current=0, available=0),
+        ManagedReplicaSet(
+            name="web-v2",
+            template_hash="v2",
+            replicas=10,
+            current=10,
+            available=10,
+            created=2.0,
+            revision=2,
+            desired_replicas=10,
+        ),
+    ]
+    actions = plan(spec(10), "v1", rses, status_replicas=10, old_pods_running=True, complete=False)
+    assert actions == [SetRevision("web-v1", 3)]
+
+
+def test_history_beyond_the_limit_is_pruned_oldest_first_once_complete() -> None:
+    old = [
+        ManagedReplicaSet(name=f"web-{i}", template_hash=str(i), replicas=0, created=float(i), revision=i)
+        for i in range(1, 5)
+    ]
+    new = ManagedReplicaSet(
+        name="web-new",
+        template_hash="new",
+        replicas=3,
+        current=3,
+        available=3,
+        created=9.0,
+        revision=5,
+        desired_replicas=3,
+    )
+    actions = plan(spec(3, history=2), "new", [*old, new], status_replicas=3, old_pods_running=False, complete=True)
+    assert actions == [DeleteReplicaSet("web-1"), DeleteReplicaSet("web-2")]
+    assert plan(spec(3, history=2), "new", [*old, new], status_replicas=3, old_pods_running=False, complete=False) == []
