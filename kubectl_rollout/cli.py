@@ -21,6 +21,7 @@ from kubectl_rollout import __version__
 from kubectl_rollout.cli_options import Group, global_options, open_cluster
 from kubectl_rollout.completion import invoked_for_completion, kubectl_complete, shell_source
 from kubectl_rollout.drain_commands import cordon, drain, uncordon
+from kubectl_rollout.rollout_commands import COMMANDS as ROLLOUT_COMMANDS
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -92,6 +93,8 @@ def completion_command(shell: str) -> None:
     click.echo(shell_source(cli, shell), nl=False)
 
 
+for command in ROLLOUT_COMMANDS:
+    cli.add_command(command)
 cli.add_command(drain)
 cli.add_command(cordon)
 cli.add_command(uncordon)

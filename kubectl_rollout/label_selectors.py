@@ -117,3 +117,19 @@ def _matches(
         if operator == "DoesNotExist" and present:
             return False
     return True
+
+
+def selector_to_string(selector: Mapping[str, Any]) -> str:
+    """A manifest's selector in the query syntax (``app=web,tier in (a,b),!legacy``)."""
+    parts = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif operator == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif operator == "Exists":
+            parts.append(key)
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)

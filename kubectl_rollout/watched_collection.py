@@ -51,8 +51,17 @@ def key_of(obj: Any) -> Key:
 
 
 class WatchedCollection:
-    def __init__(self, list_func: Callable[..., Any], *, description: str, **list_kwargs: Any) -> None:
+    def __init__(
+        self,
+        list_func: Callable[..., Any],
+        *,
+        description: str,
+        on_change: Callable[[], None] | None = None,
+        **list_kwargs: Any,
+    ) -> None:
         self._list_func = list_func
+        #: called (from the watch thread) after every change, e.g. to wake a loop watching several collections
+        self._on_change = on_change
         self._list_kwargs = list_kwargs
         self.description = description
         self._objects: dict[Key, Any] = {}
@@ -124,6 +133,8 @@ class WatchedCollection:
             self._objects = {key_of(item): item for item in listing.items}
             self._changed.notify_all()
         self._synced.set()
+        if self._on_change is not None:
+            self._on_change()
         return str(listing.metadata.resource_version)
 
     def _run(self) -> None:
@@ -151,6 +162,8 @@ class WatchedCollection:
                         else:
                             self._objects[key_of(obj)] = obj
                         self._changed.notify_all()
+                    if self._on_change is not None:
+                        self._on_change()
                 failures = 0
             except ApiException as err:
                 self.last_error = err

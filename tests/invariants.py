@@ -87,3 +87,70 @@ class HealthyPods:
         if self.error is not None:
             raise self.error
         return dict(self.minimum)
+
+
+class PodCensus:
+    """Follows a workload's pods (label app=NAME) and records, over the whole watch:
+    the most pods at once, the fewest Ready ones, and whether two templates ran together.
+
+    Pods being deleted count neither way: they no longer serve, and the
+    controller's maxSurge bounds the pods it keeps, not those on their way out.
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, app: str) -> None:
+        self.cluster, self.namespace, self.app = cluster, namespace, app
+        self._pods: dict[str, Any] = {}
+        self.most = 0
+        self.fewest_ready: int | None = None
+        self.templates_together = False
+        self._watch = watch.Watch()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.error: BaseException | None = None
+
+    def _record(self) -> None:
+        live = [
+            p
+            for p in self._pods.values()
+            if p.metadata.deletion_timestamp is None and p.status.phase not in ("Succeeded", "Failed")
+        ]
+        ready = sum(1 for p in live if is_healthy(p))
+        self.most = max(self.most, len(live))
+        self.fewest_ready = ready if self.fewest_ready is None else min(self.fewest_ready, ready)
+        hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in live}
+        self.templates_together |= len(hashes) > 1
+
+    def start(self) -> PodCensus:
+        listing = self.cluster.core.list_namespaced_pod(self.namespace, label_selector=f"app={self.app}")
+        self._pods = {p.metadata.name: p for p in listing.items}
+        self._record()
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for event in self._watch.stream(
+                self.cluster.core.list_namespaced_pod,
+                self.namespace,
+                label_selector=f"app={self.app}",
+                resource_version=self._rv,
+                timeout_seconds=600,
+            ):
+                pod = event["object"]
+                if event["type"] == "DELETED":
+                    self._pods.pop(pod.metadata.name, None)
+                else:
+                    self._pods[pod.metadata.name] = pod
+                self._record()
+        except Exception as err:
+            if not self._stopping:
+                self.error = err
+
+    def stop(self) -> PodCensus:
+        self._stopping = True
+        stop_watch(self._watch)
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+        return self

@@ -1,0 +1,564 @@
+"""Client-side rollouts of managed workloads: ``apply``, ``set image``, ``scale``, ``status``, ``history``,
+``undo``, ``pause``, ``resume``, ``restart``, ``delete``.
+
+Every command that changes the spec records the change in the workload's
+ConfigMap and then drives the rollout to its end (``--no-wait`` only records
+it; ``status -w`` drives it later, from here or anywhere). Exit codes: 0
+rolled out; 1 failed (progress deadline exceeded, new pods failing,
+interrupted); 2 bad usage or an invalid manifest.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from kubectl_rollout import workload_replica_sets as replica_sets
+from kubectl_rollout.cli_options import global_options, open_cluster
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.durations import parse_duration
+from kubectl_rollout.errors import UsageError, UserFacingError
+from kubectl_rollout.rollout_driver import RolloutDriver, RolloutEvent, RolloutResult
+from kubectl_rollout.rollout_state import PAUSED as PAUSED_REASON
+from kubectl_rollout.rollout_state import RESUMED, Target, condition, rollout_status_message, set_condition
+from kubectl_rollout.workload_lease import LeaseHeld
+from kubectl_rollout.workload_record import (
+    CHANGE_CAUSE,
+    WORKLOAD_LABEL,
+    Record,
+    WorkloadNotFound,
+    read,
+    record_name,
+    save_spec,
+    save_status,
+)
+from kubectl_rollout.workload_spec import InvalidManifest, parse_workload
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value) or None
+    except ValueError as err:
+        raise click.BadParameter(str(err), param=param) from err
+
+
+def _drive_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--wait/--no-wait",
+            default=True,
+            show_default=True,
+            help="Drive the rollout to its end (the default), or only record the change.",
+        ),
+        click.option(
+            "--timeout",
+            default=None,
+            callback=_duration,
+            metavar="DURATION",
+            help="Give up waiting after this long (the rollout itself goes on with the next driver).",
+        ),
+        click.option(
+            "--auto-rollback",
+            is_flag=True,
+            help="When the rollout fails (progress deadline, failing pods), return to the last good revision.",
+        ),
+        click.option(
+            "--ignore-pdb",
+            is_flag=True,
+            help="Shrink old ReplicaSets as the Deployment controller would, even past what the "
+            "workload's PodDisruptionBudgets allow.",
+        ),
+        click.option(
+            "--fail-after-restarts",
+            type=click.IntRange(min=1),
+            default=3,
+            show_default=True,
+            help="Fail the rollout once a new pod crash-loops this many restarts (image pull failures fail at once).",
+        ),
+        click.option("-o", "--output", type=click.Choice(["text", "jsonl"]), default="text", show_default=True),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+class _Printer:
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self._lock = threading.Lock()
+
+    def __call__(self, event: RolloutEvent) -> None:
+        with self._lock:
+            if self.output == "jsonl":
+                click.echo(json.dumps({"type": "RolloutProgress", **dataclasses.asdict(event)}))
+                return
+            if event.action:
+                click.echo(f"  {event.action}", err=True)
+            if event.message:
+                click.echo(event.message)
+
+
+def _drive(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    *,
+    timeout: float | None,
+    auto_rollback: bool,
+    ignore_pdb: bool,
+    fail_after_restarts: int,
+    output: str,
+) -> RolloutResult:
+    cancel = threading.Event()
+    driver = RolloutDriver(
+        cluster,
+        namespace,
+        name,
+        _Printer(output),
+        cancel=cancel,
+        timeout=timeout,
+        respect_pdbs=not ignore_pdb,
+        auto_rollback=auto_rollback,
+        fail_after_restarts=fail_after_restarts,
+    )
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = driver.run()
+        except BaseException as err:  # handed to the main thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, name=f"drive {name}")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        click.echo(
+            "\ninterrupted: the rollout's state is in the cluster; continue it with "
+            f"kubectl rollout-plus status {name} -w",
+            err=True,
+        )
+        cancel.set()
+        worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    result: RolloutResult = outcome["result"]
+    return result
+
+
+def _finish(ctx: click.Context, result: RolloutResult) -> None:
+    if not result.succeeded:
+        click.echo(f"error: {result.message}", err=True)
+        ctx.exit(1)
+
+
+def _change(
+    ctx: click.Context,
+    name: str,
+    mutate: Callable[[dict[str, Any], Record, Cluster], None],
+    *,
+    wait: bool,
+    timeout: float | None,
+    auto_rollback: bool,
+    ignore_pdb: bool,
+    fail_after_restarts: int,
+    output: str,
+    flags: dict[str, Any],
+) -> None:
+    """Read the record, change its manifest, store it, and drive the rollout."""
+    cluster = open_cluster(ctx, **flags)
+    record = read(cluster, cluster.namespace, name)
+    manifest = copy.deepcopy(record.manifest)
+    mutate(manifest, record, cluster)
+    spec = parse_workload(manifest, default_namespace=record.namespace)
+    save_spec(cluster, manifest, spec, record)
+    if wait:
+        _finish(
+            ctx,
+            _drive(
+                cluster,
+                record.namespace,
+                name,
+                timeout=timeout,
+                auto_rollback=auto_rollback,
+                ignore_pdb=ignore_pdb,
+                fail_after_restarts=fail_after_restarts,
+                output=output,
+            ),
+        )
+
+
+# --- commands -----------------------------------------------------------------------------
+
+
+def load_manifest(path: str) -> dict[str, Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from err
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as err:
+        raise InvalidManifest(f"{path} is not valid YAML or JSON: {err}") from err
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise InvalidManifest(
+            f"{path} must hold exactly one apps/v1 Deployment manifest (found {len(documents)} documents)"
+        )
+    return documents[0]
+
+
+@click.command("apply")
+@click.option(
+    "-f", "--filename", required=True, metavar="FILE", help="The Deployment manifest (YAML or JSON; - for stdin)."
+)
+@_drive_options
+@global_options
+@click.pass_context
+def apply(
+    ctx: click.Context,
+    /,
+    filename: str,
+    wait: bool,
+    timeout: float | None,
+    auto_rollback: bool,
+    ignore_pdb: bool,
+    fail_after_restarts: int,
+    output: str,
+    **flags: Any,
+) -> None:
+    """Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out.
+
+    The workload is driven by this plugin, not by the Deployment controller:
+    its record is the ConfigMap rollout-plus.NAME, which owns its ReplicaSets.
+    The rollout follows the Deployment controller's semantics (RollingUpdate
+    with maxSurge/maxUnavailable, or Recreate), never shrinks old pods past a
+    PodDisruptionBudget, and fails fast when new pods cannot start.
+    """
+    manifest = load_manifest(filename)
+    cluster = open_cluster(ctx, **flags)
+    spec = parse_workload(manifest, default_namespace=cluster.namespace)
+    if manifest.get("metadata", {}).get("namespace") not in (None, spec.namespace):
+        raise UsageError("the manifest's namespace and -n disagree")
+    manifest.setdefault("metadata", {})["namespace"] = spec.namespace
+    try:
+        previous: Record | None = read(cluster, spec.namespace, spec.name)
+    except WorkloadNotFound:
+        previous = None
+    if previous is not None and previous.spec.paused and "paused" not in manifest.get("spec", {}):
+        # As kubectl apply's three-way merge keeps a field the manifest never set: a paused workload stays paused.
+        manifest["spec"]["paused"] = True
+        spec = parse_workload(manifest, default_namespace=cluster.namespace)
+    save_spec(cluster, manifest, spec, previous)
+    verb = "created" if previous is None else "configured"
+    click.echo(f"workload/{spec.name} {verb}", err=output == "jsonl")
+    if wait:
+        _finish(
+            ctx,
+            _drive(
+                cluster,
+                spec.namespace,
+                spec.name,
+                timeout=timeout,
+                auto_rollback=auto_rollback,
+                ignore_pdb=ignore_pdb,
+                fail_after_restarts=fail_after_restarts,
+                output=output,
+            ),
+        )
+
+
+@click.group("set")
+def set_group() -> None:
+    """Change one field of a managed workload and roll it out."""
+
+
+@set_group.command("image")
+@click.argument("name")
+@click.argument("images", nargs=-1, required=True, metavar="CONTAINER=IMAGE...")
+@_drive_options
+@global_options
+@click.pass_context
+def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **options: Any) -> None:
+    """Set the image of containers of managed workload NAME (CONTAINER=IMAGE; * for every container)."""
+    wanted: dict[str, str] = {}
+    for pair in images:
+        container, sep, image = pair.partition("=")
+        if not sep or not container or not image:
+            raise UsageError(f"{pair!r} is not CONTAINER=IMAGE; e.g. app=registry.example/app:v2")
+        wanted[container] = image
+
+    def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
+        containers = manifest["spec"]["template"]["spec"]["containers"]
+        names = [c["name"] for c in containers]
+        unknown = [c for c in wanted if c != "*" and c not in names]
+        if unknown:
+            raise UsageError(
+                f'unable to find container named "{unknown[0]}" in workload {name} (containers: {", ".join(names)})'
+            )
+        for container in containers:
+            image = wanted.get(container["name"], wanted.get("*"))
+            if image:
+                container["image"] = image
+
+    _run_change(ctx, name, mutate, options)
+
+
+def _run_change(
+    ctx: click.Context, name: str, mutate: Callable[[dict[str, Any], Record, Cluster], None], options: dict[str, Any]
+) -> None:
+    drive_keys = ("wait", "timeout", "auto_rollback", "ignore_pdb", "fail_after_restarts", "output")
+    drive = {k: options.pop(k) for k in drive_keys}
+    _change(ctx, name, mutate, flags=options, **drive)
+
+
+@click.command("scale")
+@click.argument("name")
+@click.option("--replicas", type=int, required=True, help="The new number of replicas.")
+@_drive_options
+@global_options
+@click.pass_context
+def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> None:
+    """Set the number of replicas of managed workload NAME (mid-rollout: proportionally, like the controller)."""
+    if replicas < 0:
+        raise UsageError(f"--replicas must be 0 or more, not {replicas}")
+
+    def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
+        manifest["spec"]["replicas"] = replicas
+
+    _run_change(ctx, name, mutate, options)
+
+
+@click.command("restart")
+@click.argument("name")
+@_drive_options
+@global_options
+@click.pass_context
+def restart(ctx: click.Context, /, name: str, **options: Any) -> None:
+    """Replace every pod of managed workload NAME with a rolling update, as kubectl rollout restart does."""
+
+    def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
+        template = manifest["spec"]["template"].setdefault("metadata", {})
+        template.setdefault("annotations", {})[RESTARTED_AT] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    _run_change(ctx, name, mutate, options)
+
+
+def _set_paused(ctx: click.Context, name: str, paused: bool, flags: dict[str, Any]) -> None:
+    cluster = open_cluster(ctx, **flags)
+    record = read(cluster, cluster.namespace, name)
+    if bool(record.spec.paused) == paused:
+        state = "paused" if paused else "not paused"
+        raise UsageError(
+            f'workload "{name}" is already {state}' if paused else f'workload "{name}" is not paused; nothing to resume'
+        )
+    manifest = copy.deepcopy(record.manifest)
+    manifest["spec"]["paused"] = paused
+    record = save_spec(cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
+    reason, message = (PAUSED_REASON, "Deployment is paused") if paused else (RESUMED, "Deployment is resumed")
+    progressing = dataclasses.replace(condition("Progressing", True, reason, message, time.time()), status="Unknown")
+    save_status(
+        cluster,
+        record,
+        dataclasses.replace(record.status, conditions=set_condition(record.status.conditions, progressing)),
+    )
+    click.echo(f"workload/{name} {'paused' if paused else 'resumed'}")
+
+
+@click.command("pause")
+@click.argument("name")
+@global_options
+@click.pass_context
+def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
+    """Pause managed workload NAME: no rollout progress, no deadline, until resumed (scaling still applies)."""
+    _set_paused(ctx, name, True, flags)
+
+
+@click.command("resume")
+@click.argument("name")
+@_drive_options
+@global_options
+@click.pass_context
+def resume(
+    ctx: click.Context,
+    /,
+    name: str,
+    wait: bool,
+    timeout: float | None,
+    auto_rollback: bool,
+    ignore_pdb: bool,
+    fail_after_restarts: int,
+    output: str,
+    **flags: Any,
+) -> None:
+    """Resume paused managed workload NAME and drive its rollout."""
+    _set_paused(ctx, name, False, flags)
+    if wait:
+        cluster = open_cluster(ctx, **flags)
+        _finish(
+            ctx,
+            _drive(
+                cluster,
+                cluster.namespace,
+                name,
+                timeout=timeout,
+                auto_rollback=auto_rollback,
+                ignore_pdb=ignore_pdb,
+                fail_after_restarts=fail_after_restarts,
+                output=output,
+            ),
+        )
+
+
+@click.command("status")
+@click.argument("name")
+@click.option("-w", "--watch", is_flag=True, help="Follow (and drive, if no one else does) until the rollout ends.")
+@click.option("--timeout", default=None, callback=_duration, metavar="DURATION", help="Stop watching after this long.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@global_options
+@click.pass_context
+def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None, output: str, **flags: Any) -> None:
+    """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
+    cluster = open_cluster(ctx, **flags)
+    record = read(cluster, cluster.namespace, name)
+    if watch:
+        try:
+            result = _drive(
+                cluster,
+                record.namespace,
+                name,
+                timeout=timeout,
+                auto_rollback=False,
+                ignore_pdb=False,
+                fail_after_restarts=3,
+                output="text",
+            )
+        except LeaseHeld as held:
+            click.echo(f"{held.message}", err=True)
+            ctx.exit(1)
+        _finish(ctx, result)
+        return
+    spec = record.spec
+    target = Target(
+        name=spec.name,
+        generation=record.generation,
+        replicas=spec.replicas,
+        max_surge=spec.max_surge,
+        max_unavailable=spec.max_unavailable,
+        progress_deadline_seconds=spec.progress_deadline_seconds,
+        paused=spec.paused,
+    )
+    message, _done, failed = rollout_status_message(name, target, record.status)
+    if output == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "name": name,
+                    "namespace": record.namespace,
+                    "generation": record.generation,
+                    "message": message,
+                    "status": record.status.as_dict(),
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(message)
+    if failed:
+        ctx.exit(1)
+
+
+def _replica_sets(cluster: Cluster, record: Record) -> list[Any]:
+    listing = cluster.apps.list_namespaced_replica_set(
+        record.namespace, label_selector=f"{WORKLOAD_LABEL}={record.name}"
+    )
+    return replica_sets.owned(listing.items, record)
+
+
+def _by_revision(cluster: Cluster, record: Record) -> dict[int, Any]:
+    revisions: dict[int, Any] = {}
+    for rs in _replica_sets(cluster, record):
+        revisions[replica_sets.to_managed(rs).revision] = rs
+    return revisions
+
+
+@click.command("history")
+@click.argument("name")
+@click.option("--revision", type=int, default=0, help="Show the pod template of this revision.")
+@global_options
+@click.pass_context
+def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> None:
+    """List the revisions of managed workload NAME with their change-cause, as kubectl rollout history does."""
+    cluster = open_cluster(ctx, **flags)
+    record = read(cluster, cluster.namespace, name)
+    revisions = _by_revision(cluster, record)
+    if revision:
+        if revision not in revisions:
+            raise UserFacingError(
+                f"unable to find the specified revision {revision} of workload {name}; "
+                f"revisions: {', '.join(map(str, sorted(revisions))) or 'none'}"
+            )
+        rs = revisions[revision]
+        click.echo(f"workload/{name} with revision #{revision}")
+        click.echo(yaml.safe_dump({"Pod Template": replica_sets.template_of(rs)}, sort_keys=False).rstrip())
+        return
+    click.echo(f"workload/{name}")
+    click.echo("REVISION  CHANGE-CAUSE")
+    for number in sorted(revisions):
+        cause = (revisions[number].metadata.annotations or {}).get(CHANGE_CAUSE, "<none>")
+        click.echo(f"{number:<9} {cause}")
+
+
+@click.command("undo")
+@click.argument("name")
+@click.option("--to-revision", type=int, default=0, help="The revision to return to (default: the previous one).")
+@_drive_options
+@global_options
+@click.pass_context
+def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> None:
+    """Return managed workload NAME to a previous revision's pod template (its ReplicaSet is reused)."""
+
+    def mutate(manifest: dict[str, Any], record: Record, cluster: Cluster) -> None:
+        revisions = _by_revision(cluster, record)
+        current = max(revisions, default=0)
+        wanted = to_revision or max((r for r in revisions if r != current), default=0)
+        if wanted not in revisions or not wanted:
+            raise UserFacingError(
+                f"unable to find the specified revision {to_revision or 'before ' + str(current)} "
+                f"of workload {name}; revisions: {', '.join(map(str, sorted(revisions))) or 'none'}"
+            )
+        manifest["spec"]["template"] = replica_sets.template_of(revisions[wanted])
+        click.echo(f"workload/{name} rolling back to revision {wanted}", err=True)
+
+    _run_change(ctx, name, mutate, options)
+
+
+@click.command("delete")
+@click.argument("name")
+@global_options
+@click.pass_context
+def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
+    """Delete managed workload NAME: its record, and through it every ReplicaSet and pod."""
+    cluster = open_cluster(ctx, **flags)
+    record = read(cluster, cluster.namespace, name)
+    cluster.core.delete_namespaced_config_map(record_name(name), record.namespace, propagation_policy="Foreground")
+    click.echo(f"workload/{name} deleted")
+
+
+COMMANDS = [apply, set_group, scale, status, history, undo, pause, resume, restart, delete]

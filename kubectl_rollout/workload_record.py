@@ -1,0 +1,146 @@
+"""A managed workload's record in the cluster: the ConfigMap ``rollout-plus.NAME``.
+
+The record holds the spec (the Deployment manifest as applied), a generation
+counter and the status, and it is the controller owner of the workload's
+ReplicaSets: the server's Deployment controller never claims them, and
+deleting the record garbage-collects everything. Nothing lives on the client,
+so any driver on any machine can pick a rollout up where another left it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.errors import UserFacingError
+from kubectl_rollout.rollout_state import RolloutStatus
+from kubectl_rollout.workload_spec import WorkloadSpec, parse_workload
+
+RECORD_PREFIX = "rollout-plus."
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "kubectl-rollout-plus"
+WORKLOAD_LABEL = "rollout-plus.kubectl.io/workload"
+CHANGE_CAUSE = "kubernetes.io/change-cause"
+
+
+class WorkloadNotFound(UserFacingError):
+    pass
+
+
+def record_name(name: str) -> str:
+    return RECORD_PREFIX + name
+
+
+@dataclass(frozen=True)
+class Record:
+    config_map: Any
+    manifest: dict[str, Any]
+    spec: WorkloadSpec
+    generation: int
+    status: RolloutStatus
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def namespace(self) -> str:
+        return self.spec.namespace
+
+    @property
+    def uid(self) -> str:
+        return str(self.config_map.metadata.uid)
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.config_map.metadata.resource_version)
+
+    def owner_reference(self) -> client.V1OwnerReference:
+        return client.V1OwnerReference(
+            api_version="v1",
+            kind="ConfigMap",
+            name=self.config_map.metadata.name,
+            uid=self.uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+
+
+def from_config_map(config_map: Any) -> Record:
+    data = config_map.data or {}
+    manifest = json.loads(data["manifest"])
+    return Record(
+        config_map=config_map,
+        manifest=manifest,
+        spec=parse_workload(manifest, default_namespace=config_map.metadata.namespace),
+        generation=int(data.get("generation", "1")),
+        status=RolloutStatus.from_dict(json.loads(data.get("status") or "{}")),
+    )
+
+
+def read(cluster: Cluster, namespace: str, name: str) -> Record:
+    try:
+        config_map = call_with_retry(cluster.core.read_namespaced_config_map, record_name(name), namespace)
+    except ApiException as err:
+        if err.status == 404:
+            raise WorkloadNotFound(
+                f'managed workload "{name}" not found in namespace "{namespace}" (no ConfigMap {record_name(name)}); '
+                "create it with kubectl rollout-plus apply -f, or adopt a Deployment with adopt deployment/NAME"
+            ) from err
+        raise
+    return from_config_map(config_map)
+
+
+def exists(cluster: Cluster, namespace: str, name: str) -> bool:
+    try:
+        read(cluster, namespace, name)
+    except WorkloadNotFound:
+        return False
+    return True
+
+
+def _body(manifest: dict[str, Any], generation: int, status: RolloutStatus, spec: WorkloadSpec) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": record_name(spec.name),
+            "namespace": spec.namespace,
+            "labels": {MANAGED_BY: MANAGER, WORKLOAD_LABEL: spec.name},
+        },
+        "data": {
+            "manifest": json.dumps(manifest, sort_keys=True),
+            "generation": str(generation),
+            "status": json.dumps(status.as_dict(), sort_keys=True),
+        },
+    }
+
+
+def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, previous: Record | None) -> Record:
+    """Create the record, or store a new spec; the generation grows only when the spec changed."""
+    if previous is None:
+        created = call_with_retry(
+            cluster.core.create_namespaced_config_map, spec.namespace, _body(manifest, 1, RolloutStatus(), spec)
+        )
+        return from_config_map(created)
+    changed = json.dumps(previous.manifest.get("spec"), sort_keys=True) != json.dumps(
+        manifest.get("spec"), sort_keys=True
+    )
+    generation = previous.generation + 1 if changed else previous.generation
+    body = _body(manifest, generation, previous.status, spec)
+    body["metadata"]["resourceVersion"] = previous.resource_version
+    replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)
+    return from_config_map(replaced)
+
+
+def save_status(cluster: Cluster, record: Record, status: RolloutStatus) -> Record:
+    """Write the status alone (a merge patch of one key, so a concurrent spec change is never lost)."""
+    patch = {"data": {"status": json.dumps(status.as_dict(), sort_keys=True)}}
+    patched = call_with_retry(
+        cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch
+    )
+    return from_config_map(patched)

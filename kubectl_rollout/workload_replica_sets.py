@@ -1,0 +1,190 @@
+"""A managed workload's ReplicaSets: named NAME-HASH, owned by the record, annotated like the controller's.
+
+Annotations are the Deployment controller's (``deployment.kubernetes.io/revision``,
+``desired-replicas``, ``max-replicas``, ``revision-history``) so that tools
+reading them (kubectl rollout history, dashboards) understand ours too. Our
+own ``rollout-plus.kubectl.io/template-hash`` identifies the template a
+ReplicaSet runs independently of how the API server defaulted it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.pod_template_hash import HASH_LABEL, pod_template_hash
+from kubectl_rollout.rollout_plan import ManagedReplicaSet, surge_annotation
+from kubectl_rollout.rollout_state import ReplicaSetView
+from kubectl_rollout.workload_record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
+from kubectl_rollout.workload_spec import WorkloadSpec
+
+REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
+MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+TEMPLATE_HASH = "rollout-plus.kubectl.io/template-hash"
+#: the template exactly as applied (the ReplicaSet's own copy is defaulted by the API server); undo restores it
+TEMPLATE = "rollout-plus.kubectl.io/template"
+
+
+def template_hash(spec: WorkloadSpec) -> str:
+    """Identifies the spec's template among the ReplicaSets (collision count not included)."""
+    return pod_template_hash(spec.template)
+
+
+def _int(annotations: Mapping[str, str], key: str) -> int | None:
+    try:
+        return int(annotations[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def to_managed(rs: Any) -> ManagedReplicaSet:
+    annotations = rs.metadata.annotations or {}
+    status = rs.status
+    return ManagedReplicaSet(
+        name=rs.metadata.name,
+        template_hash=annotations.get(TEMPLATE_HASH, ""),
+        replicas=rs.spec.replicas or 0,
+        current=(status.replicas or 0) if status else 0,
+        available=(status.available_replicas or 0) if status else 0,
+        created=rs.metadata.creation_timestamp.timestamp() if rs.metadata.creation_timestamp else 0.0,
+        revision=_int(annotations, REVISION) or 0,
+        desired_replicas=_int(annotations, DESIRED_REPLICAS),
+        max_replicas=_int(annotations, MAX_REPLICAS),
+    )
+
+
+def to_view(rs: Any) -> ReplicaSetView:
+    status = rs.status
+    failure = None
+    for cond in (status.conditions or []) if status else []:
+        if cond.type == "ReplicaFailure" and cond.status == "True":
+            failure = (cond.reason or "FailedCreate", cond.message or "")
+    return ReplicaSetView(
+        name=rs.metadata.name,
+        replicas=rs.spec.replicas or 0,
+        current=(status.replicas or 0) if status else 0,
+        ready=(status.ready_replicas or 0) if status else 0,
+        available=(status.available_replicas or 0) if status else 0,
+        failure=failure,
+    )
+
+
+def owned(replica_sets: list[Any], record: Record) -> list[Any]:
+    return [
+        rs
+        for rs in replica_sets
+        if any(ref.uid == record.uid and ref.controller for ref in rs.metadata.owner_references or [])
+    ]
+
+
+def pod_template_hash_of(rs: Any) -> str:
+    return str((rs.metadata.labels or {}).get(HASH_LABEL, ""))
+
+
+def _manifest(record: Record, replicas: int, revision: int, collision_count: int) -> dict[str, Any]:
+    spec = record.spec
+    pth = pod_template_hash(spec.template, collision_count)
+    template = copy.deepcopy(dict(spec.template))
+    template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pth
+    selector = copy.deepcopy(dict(spec.selector))
+    selector.setdefault("matchLabels", {})[HASH_LABEL] = pth
+    annotations = {
+        REVISION: str(revision),
+        DESIRED_REPLICAS: str(spec.replicas),
+        MAX_REPLICAS: str(surge_annotation(spec)),
+        TEMPLATE_HASH: template_hash(spec),
+        TEMPLATE: json.dumps(spec.template, sort_keys=True, separators=(",", ":")),
+    }
+    if CHANGE_CAUSE in spec.annotations:
+        annotations[CHANGE_CAUSE] = spec.annotations[CHANGE_CAUSE]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{spec.name}-{pth}",
+            "namespace": spec.namespace,
+            "labels": {**template["metadata"]["labels"], WORKLOAD_LABEL: spec.name},
+            "annotations": annotations,
+            "ownerReferences": [client.ApiClient().sanitize_for_serialization(record.owner_reference())],
+        },
+        "spec": {
+            "replicas": replicas,
+            "minReadySeconds": spec.min_ready_seconds,
+            "selector": selector,
+            "template": template,
+        },
+    }
+
+
+def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, collision_count: int) -> tuple[Any, int]:
+    """Create the new ReplicaSet; on a name taken by another template, count a collision and retry.
+
+    Returns the ReplicaSet and the collision count it was created with.
+    """
+    while True:
+        body = _manifest(record, replicas, revision, collision_count)
+        try:
+            return call_with_retry(cluster.apps.create_namespaced_replica_set, record.namespace, body), collision_count
+        except ApiException as err:
+            if err.status != 409:
+                raise
+        existing = call_with_retry(cluster.apps.read_namespaced_replica_set, body["metadata"]["name"], record.namespace)
+        ours = (existing.metadata.annotations or {}).get(TEMPLATE_HASH) == template_hash(record.spec) and owned(
+            [existing], record
+        )
+        if ours:
+            return existing, collision_count
+        collision_count += 1
+
+
+def scale(cluster: Cluster, record: Record, name: str, replicas: int) -> None:
+    patch = {
+        "metadata": {
+            "annotations": {
+                DESIRED_REPLICAS: str(record.spec.replicas),
+                MAX_REPLICAS: str(surge_annotation(record.spec)),
+            }
+        },
+        "spec": {"replicas": replicas},
+    }
+    call_with_retry(cluster.apps.patch_namespaced_replica_set, name, record.namespace, patch)
+
+
+def set_revision(cluster: Cluster, record: Record, rs: Any, revision: int) -> None:
+    """Undo: an old ReplicaSet becomes the newest revision, remembering the ones it held."""
+    annotations = rs.metadata.annotations or {}
+    held = [r for r in (annotations.get(REVISION_HISTORY, "").split(",")) if r]
+    if annotations.get(REVISION):
+        held.append(annotations[REVISION])
+    patch: dict[str, Any] = {"metadata": {"annotations": {REVISION: str(revision), REVISION_HISTORY: ",".join(held)}}}
+    if CHANGE_CAUSE in record.spec.annotations:
+        patch["metadata"]["annotations"][CHANGE_CAUSE] = record.spec.annotations[CHANGE_CAUSE]
+    call_with_retry(cluster.apps.patch_namespaced_replica_set, rs.metadata.name, record.namespace, patch)
+
+
+def delete(cluster: Cluster, record: Record, name: str) -> None:
+    try:
+        call_with_retry(cluster.apps.delete_namespaced_replica_set, name, record.namespace)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def template_of(rs: Any) -> dict[str, Any]:
+    """A ReplicaSet's pod template as it was applied (for undo and history)."""
+    kept = (rs.metadata.annotations or {}).get(TEMPLATE)
+    if kept:
+        return dict(json.loads(kept))
+    raw = client.ApiClient().sanitize_for_serialization(rs.spec.template)
+    labels = (raw.get("metadata") or {}).get("labels") or {}
+    labels.pop(HASH_LABEL, None)
+    return dict(raw)
