@@ -18,7 +18,7 @@ def test_shell_scripts(shell: str, marker: str) -> None:
 @pytest.mark.parametrize(
     ("args", "first"),
     [
-        ([""], "completion\tPrint the completion script for SHELL."),
+        ([""], "apply\tCreate or update a managed workload from..."),
         (["dr"], "drain\tDrain NODE... in preparation for..."),
         (["drain", "--ign"], "--ignore-daemonsets\tIgnore DaemonSet-managed pods."),
         (["drain", "--dry-run", "s"], "server"),
