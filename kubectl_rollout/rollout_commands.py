@@ -24,6 +24,7 @@ from typing import Any
 import click
 import yaml
 
+from kubectl_rollout import workload_adoption
 from kubectl_rollout import workload_replica_sets as replica_sets
 from kubectl_rollout.cli_options import global_options, open_cluster
 from kubectl_rollout.cluster_access import Cluster
@@ -561,4 +562,40 @@ def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
     click.echo(f"workload/{name} deleted")
 
 
-COMMANDS = [apply, set_group, scale, status, history, undo, pause, resume, restart, delete]
+def _deployment_name(target: str) -> str:
+    kind, sep, name = target.partition("/")
+    if not sep:
+        return target
+    if kind not in ("deployment", "deployments", "deploy", "deployment.apps", "deployments.apps"):
+        raise UsageError(f"only Deployments can be adopted, not {kind!r}; e.g. adopt deployment/web")
+    return name
+
+
+@click.command("adopt")
+@click.argument("target", metavar="deployment/NAME")
+@global_options
+@click.pass_context
+def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
+    """Turn Deployment NAME into a managed workload, with zero pod restarts.
+
+    The Deployment is deleted with the Orphan policy; its ReplicaSets and pods
+    stay and become owned by the workload's record.
+    """
+    cluster = open_cluster(ctx, **flags)
+    name = _deployment_name(target)
+    record = workload_adoption.adopt(cluster, cluster.namespace, name)
+    click.echo(f"workload/{name} adopted from deployment.apps/{name} (revision {record.generation})")
+
+
+@click.command("release")
+@click.argument("name")
+@global_options
+@click.pass_context
+def release(ctx: click.Context, /, name: str, **flags: Any) -> None:
+    """Hand managed workload NAME back to a real Deployment, with zero pod restarts."""
+    cluster = open_cluster(ctx, **flags)
+    workload_adoption.release(cluster, cluster.namespace, name)
+    click.echo(f"deployment.apps/{name} created from workload/{name}; the Deployment controller drives it again")
+
+
+COMMANDS = [apply, set_group, scale, status, history, undo, pause, resume, restart, delete, adopt, release]

@@ -145,7 +145,8 @@ def _iso(epoch: float) -> str:
 def _epoch(text: str | None) -> float:
     if not text:
         return 0.0
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def set_condition(conditions: Sequence[Condition], new: Condition) -> tuple[Condition, ...]:

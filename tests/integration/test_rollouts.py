@@ -378,3 +378,105 @@ def test_delete_removes_the_record_and_everything_it_owns(
     watching.until_deleted(cluster.core.list_namespaced_config_map, "rollout-plus.web", namespace=namespace, timeout=30)
     # Foreground deletion: the garbage collector removes the ReplicaSets (and their pods) before the record.
     assert cluster.apps.list_namespaced_replica_set(namespace).items == []
+
+
+def test_adopt_then_release_keeps_every_pod(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    document = workload("shop", 3)
+    cluster.apps.create_namespaced_deployment(namespace, document)
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: (d.status.available_replicas or 0) == 3,
+        namespace=namespace,
+        timeout=60,
+        what="shop available",
+    )
+    before = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    census = PodCensus(cluster, namespace, "shop").start()
+
+    adopted = run_plugin("adopt", "deployment/shop", "-n", namespace, kubeconfig=kubeconfig)
+    assert adopted.returncode == 0, adopted.stderr
+    owners = {
+        ref.kind
+        for rs in cluster.apps.list_namespaced_replica_set(namespace).items
+        for ref in rs.metadata.owner_references
+    }
+    assert owners == {"ConfigMap"}
+    status = run_plugin("status", "shop", "-w", "-n", namespace, kubeconfig=kubeconfig)
+    assert status.returncode == 0, status.stderr
+    released = run_plugin("release", "shop", "-n", namespace, kubeconfig=kubeconfig)
+    assert released.returncode == 0, released.stderr
+    watching.until(
+        cluster.apps.list_namespaced_replica_set,
+        lambda rs: any(ref.kind == "Deployment" for ref in rs.metadata.owner_references or []),
+        namespace=namespace,
+        timeout=30,
+        what="the Deployment controller to adopt the ReplicaSet",
+    )
+    census.stop()
+
+    assert {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items} == before
+    assert census.most == 3
+    assert census.fewest_ready == 3
+
+
+def test_adopting_a_missing_deployment_changes_nothing(namespace: str, kubeconfig: Path, cluster: Cluster) -> None:
+    result = run_plugin("adopt", "deployment/ghost", "-n", namespace, kubeconfig=kubeconfig)
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip() == f'error: deployment "ghost" not found in namespace "{namespace}"; nothing was changed'
+    )
+    assert (
+        cluster.core.list_namespaced_config_map(
+            namespace, label_selector="app.kubernetes.io/managed-by=kubectl-rollout-plus"
+        ).items
+        == []
+    )
+
+
+def test_revision_history_limit_prunes_old_replica_sets(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    document = workload("web", 2, surge=1, unavailable=0, revisionHistoryLimit=1)
+    for version in ("v1", "v2", "v3", "v4"):
+        result = apply(kubeconfig, namespace, with_image(document, f"registry.example/app:{version}"), tmp_path)
+        assert result.returncode == 0, result.stderr
+    # The newest plus revisionHistoryLimit old ones, as the controller keeps.
+    assert shape(cluster, namespace, "web") == [(3, 0, "registry.example/app:v3"), (4, 2, "registry.example/app:v4")]
+
+
+def test_min_ready_seconds_holds_the_rollout_until_pods_have_been_ready_that_long(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    document = workload("web", 2, surge=1, unavailable=0, ready_after="0s", minReadySeconds=3)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    started = time.monotonic()
+    result = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
+    elapsed = time.monotonic() - started
+
+    assert result.returncode == 0, result.stderr
+    # maxSurge 1, maxUnavailable 0: two new pods one after the other, each available 3 s after Ready.
+    assert elapsed >= 6.0, elapsed
+
+
+def test_old_replica_sets_never_shrink_past_a_pdb(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    document = workload("web", 4, surge=1, unavailable=1)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=4))
+    watching.until(
+        cluster.policy.list_namespaced_pod_disruption_budget,
+        lambda p: p.status is not None and p.status.expected_pods == 4,
+        namespace=namespace,
+        timeout=30,
+        what="PDB processed",
+    )
+    census = PodCensus(cluster, namespace, "web").start()
+
+    result = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
+    census.stop()
+
+    assert result.returncode == 0, result.stderr
+    # The controller may go down to 3 Ready (maxUnavailable 1); the PDB asks for 4, and gets them.
+    assert census.fewest_ready == 4
+    assert "held back by PodDisruptionBudget" in result.stderr
