@@ -18,7 +18,6 @@ def test_shell_scripts(shell: str, marker: str) -> None:
 @pytest.mark.parametrize(
     ("args", "first"),
     [
-        ([""], "apply\tCreate or update a managed workload from..."),
         (["dr"], "drain\tDrain NODE... in preparation for..."),
         (["drain", "--ign"], "--ignore-daemonsets\tIgnore DaemonSet-managed pods."),
         (["drain", "--dry-run", "s"], "server"),
@@ -28,3 +27,10 @@ def test_kubectl_plugin_completion_speaks_cobras_format(args: list[str], first: 
     lines = cobra_candidates(cli, args).splitlines()
     assert lines[0] == first
     assert lines[-1] == ":4"  # no file-name fallback
+
+
+def test_every_command_is_offered_for_an_empty_word() -> None:
+    lines = cobra_candidates(cli, [""]).splitlines()
+    offered = {line.split("\t")[0] for line in lines[:-1]}
+    assert {"apply", "adopt", "drain", "cordon", "status", "undo", "version", "completion"} <= offered
+    assert lines[-1] == ":4"
