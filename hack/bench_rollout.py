@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Benchmark: the server's Deployment controller against `kubectl rollout-plus` driving the same rollout.
+
+Scenario 1 (the issue's): 100 replicas, maxSurge 25%, maxUnavailable 25%, pods
+Ready 1 s after they start, one image change; first as a real Deployment,
+then as a managed workload, on one cluster. Printed: both completion times,
+their ratio, and the API requests of each driver (the deployment-controller
+service account against our user agent, from the audit log; the ReplicaSet
+controller's work is the same on both sides and not counted).
+
+Scenario 2: a managed workload of 2000 replicas rolls out an image change;
+time, the driver's API requests and its peak RSS.
+
+    .venv/bin/python hack/bench_rollout.py [--skip-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hack"))
+sys.path.insert(0, str(ROOT))
+
+from bench_drain import timed  # noqa: E402
+
+from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+
+BENCH_DIR = ROOT / ".cluster" / "bench-rollout"
+PLUGIN = Path(sys.executable).parent / "kubectl-rollout_plus"
+CONTROLLER = "system:serviceaccount:kube-system:deployment-controller"
+
+
+def manifest(name: str, replicas: int, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}, "annotations": {"rollout-plus.test/ready-after": "1s"}},
+                "spec": {"containers": [{"name": "app", "image": image}]},
+            },
+        },
+    }
+
+
+def namespace(cluster: Cluster, name: str) -> None:
+    cluster.core.create_namespace({"metadata": {"name": name}})
+    for _ in range(100):
+        if any(sa.metadata.name == "default" for sa in cluster.core.list_namespaced_service_account(name).items):
+            return
+        time.sleep(0.1)
+
+
+def controller_done(cluster: Cluster, ns: str, name: str, replicas: int) -> bool:
+    d = cluster.apps.read_namespaced_deployment(name, ns)
+    s = d.status
+    return bool(s.observed_generation == d.metadata.generation and s.updated_replicas == replicas
+                and s.replicas == replicas and (s.available_replicas or 0) == replicas)
+
+
+def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout: float = 1800) -> float:
+    started = time.monotonic()
+    while not controller_done(cluster, ns, name, replicas):
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"the controller's rollout of {ns}/{name} did not finish in {timeout:.0f}s")
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def audit_count(audit_log: Path, since: float, until: float, *, user: str | None = None,
+                agent: str | None = None) -> int:
+    ids = set()
+    with audit_log.open() as lines:
+        for line in lines:
+            event = json.loads(line)
+            if user is not None and event.get("user", {}).get("username") != user:
+                continue
+            if agent is not None and not event.get("userAgent", "").startswith(agent):
+                continue
+            received = event.get("requestReceivedTimestamp", "")
+            stamp = time.mktime(time.strptime(received[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            if since - 1 <= stamp <= until + 1:
+                ids.add(event["auditID"])
+    return len(ids)
+
+
+def managed(kubeconfig: Path, ns: str, document: dict[str, Any], tmp: Path) -> tuple[float, int]:
+    path = tmp / f"{document['metadata']['name']}.json"
+    path.write_text(json.dumps(document))
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    seconds, peak, _ = timed([str(PLUGIN), "apply", "-f", str(path), "-n", ns, "-o", "jsonl"], env)
+    return seconds, peak
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    up = subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR),
+                         "--nodes", "8", "--audit"], stdout=subprocess.PIPE, text=True, check=True)
+    kubeconfig = Path(up.stdout.strip().splitlines()[-1])
+    audit = BENCH_DIR / "logs" / "audit.log"
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
+    tmp = BENCH_DIR / "manifests"
+    tmp.mkdir(exist_ok=True)
+    try:
+        namespace(cluster, "bench-controller")
+        cluster.apps.create_namespaced_deployment("bench-controller", manifest("web", 100, "registry.example/web:v1"))
+        wait_controller(cluster, "bench-controller", "web", 100)
+        time.sleep(2)
+        since = time.time()
+        cluster.apps.patch_namespaced_deployment("web", "bench-controller", {"spec": {"template": {"spec": {
+            "containers": [{"name": "app", "image": "registry.example/web:v2"}]}}}})
+        controller_seconds = wait_controller(cluster, "bench-controller", "web", 100)
+        controller_requests = audit_count(audit, since, time.time(), user=CONTROLLER)
+
+        namespace(cluster, "bench-plugin")
+        managed(kubeconfig, "bench-plugin", manifest("web", 100, "registry.example/web:v1"), tmp)
+        time.sleep(2)
+        since = time.time()
+        plugin_seconds, _ = managed(kubeconfig, "bench-plugin", manifest("web", 100, "registry.example/web:v2"), tmp)
+        time.sleep(3)  # flush the audit log's batch
+        plugin_requests = audit_count(audit, since, time.time(), agent="kubectl-rollout-plus/")
+        print("\n== rollout: 100 replicas, maxSurge 25%, maxUnavailable 25%, Ready 1 s after start ==")
+        print(f"Deployment controller        {controller_seconds:7.2f} s   {controller_requests:5d} API requests")
+        print(f"kubectl rollout-plus         {plugin_seconds:7.2f} s   {plugin_requests:5d} API requests")
+        print(f"ratio rollout-plus/controller {plugin_seconds / controller_seconds:6.2f}   (target <= 1.10)")
+        cluster.core.delete_namespace("bench-controller")
+        cluster.core.delete_namespace("bench-plugin")
+
+        if not args.skip_large:
+            namespace(cluster, "bench-large")
+            started = time.monotonic()
+            managed(kubeconfig, "bench-large", manifest("big", 2000, "registry.example/big:v1"), tmp)
+            created = time.monotonic() - started
+            time.sleep(2)
+            since = time.time()
+            seconds, peak = managed(kubeconfig, "bench-large", manifest("big", 2000, "registry.example/big:v2"), tmp)
+            time.sleep(3)
+            requests = audit_count(audit, since, time.time(), agent="kubectl-rollout-plus/")
+            print("\n== rollout: 2000 replicas, maxSurge 25%, maxUnavailable 25% ==")
+            print(f"first rollout (2000 pods created)  {created:7.2f} s")
+            print(f"image change rolled out            {seconds:7.2f} s   {requests} API requests   "
+                  f"driver peak RSS {peak / 1024:.0f} MiB")
+    finally:
+        cluster.close()
+        if not args.keep:
+            subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
