@@ -66,8 +66,12 @@ def namespace(cluster: Cluster, name: str) -> None:
 def controller_done(cluster: Cluster, ns: str, name: str, replicas: int) -> bool:
     d = cluster.apps.read_namespaced_deployment(name, ns)
     s = d.status
-    return bool(s.observed_generation == d.metadata.generation and s.updated_replicas == replicas
-                and s.replicas == replicas and (s.available_replicas or 0) == replicas)
+    return bool(
+        s.observed_generation == d.metadata.generation
+        and s.updated_replicas == replicas
+        and s.replicas == replicas
+        and (s.available_replicas or 0) == replicas
+    )
 
 
 def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout: float = 1800) -> float:
@@ -79,8 +83,9 @@ def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout
     return time.monotonic() - started
 
 
-def audit_count(audit_log: Path, since: float, until: float, *, user: str | None = None,
-                agent: str | None = None) -> int:
+def audit_count(
+    audit_log: Path, since: float, until: float, *, user: str | None = None, agent: str | None = None
+) -> int:
     ids = set()
     with audit_log.open() as lines:
         for line in lines:
@@ -109,8 +114,12 @@ def main() -> int:
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-    up = subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR),
-                         "--nodes", "8", "--audit"], stdout=subprocess.PIPE, text=True, check=True)
+    up = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR), "--nodes", "8", "--audit"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     kubeconfig = Path(up.stdout.strip().splitlines()[-1])
     audit = BENCH_DIR / "logs" / "audit.log"
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
@@ -122,8 +131,11 @@ def main() -> int:
         wait_controller(cluster, "bench-controller", "web", 100)
         time.sleep(2)
         since = time.time()
-        cluster.apps.patch_namespaced_deployment("web", "bench-controller", {"spec": {"template": {"spec": {
-            "containers": [{"name": "app", "image": "registry.example/web:v2"}]}}}})
+        cluster.apps.patch_namespaced_deployment(
+            "web",
+            "bench-controller",
+            {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.example/web:v2"}]}}}},
+        )
         controller_seconds = wait_controller(cluster, "bench-controller", "web", 100)
         controller_requests = audit_count(audit, since, time.time(), user=CONTROLLER)
 
@@ -153,8 +165,10 @@ def main() -> int:
             requests = audit_count(audit, since, time.time(), agent="kubectl-rollout-plus/")
             print("\n== rollout: 2000 replicas, maxSurge 25%, maxUnavailable 25% ==")
             print(f"first rollout (2000 pods created)  {created:7.2f} s")
-            print(f"image change rolled out            {seconds:7.2f} s   {requests} API requests   "
-                  f"driver peak RSS {peak / 1024:.0f} MiB")
+            print(
+                f"image change rolled out            {seconds:7.2f} s   {requests} API requests   "
+                f"driver peak RSS {peak / 1024:.0f} MiB"
+            )
     finally:
         cluster.close()
         if not args.keep:

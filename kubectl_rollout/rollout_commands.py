@@ -165,6 +165,9 @@ def _drive(
 
 
 def _finish(ctx: click.Context, result: RolloutResult) -> None:
+    if result.paused:
+        click.echo(result.message, err=True)
+        return
     if not result.succeeded:
         click.echo(f"error: {result.message}", err=True)
         ctx.exit(1)

@@ -70,6 +70,7 @@ class RolloutResult:
     succeeded: bool
     message: str
     rolled_back_to: int | None = None
+    paused: bool = False
 
 
 class RolloutDriver:
@@ -98,6 +99,8 @@ class RolloutDriver:
         self._wake = threading.Event()
         self._last_message = ""
         self._rolled_back_to: int | None = None
+        #: PDB uid -> (status resourceVersion, disruptions already spent against it)
+        self._spent: dict[str, tuple[str, int]] = {}
 
     def _watch(self, list_func: Callable[..., Any], description: str, **kwargs: Any) -> WatchedCollection:
         return WatchedCollection(
@@ -211,6 +214,14 @@ class RolloutDriver:
             if revision is not None:
                 self._rolled_back_to = revision
                 return None
+        if spec.paused and not actions:
+            # No progress while paused (scaling only, done above): leave the lease for whoever resumes it.
+            return RolloutResult(
+                succeeded=True,
+                message=f'workload "{spec.name}" is paused ({message}); resume it '
+                f"with kubectl rollout-plus resume {spec.name}",
+                paused=True,
+            )
         if done and not actions:
             if self._rolled_back_to is not None:
                 return RolloutResult(
@@ -272,18 +283,32 @@ class RolloutDriver:
         budgets = [p for p in pdbs.snapshot() if selector_matches(p.spec.selector, labels)]
         if not budgets:
             return actions
-        room = min((b.status.disruptions_allowed or 0) if b.status else 0 for b in budgets)
+        # A PDB's status lags our scale-downs: each status version's room is spent once.
+        room = min(self._room(b) for b in budgets)
         kept: list[Action] = [a for a in actions if a not in shrinking]
         for action in shrinking:
             assert isinstance(action, ScaleReplicaSet)
             cut = min(sizes[action.name] - action.replicas, room)
             room -= cut
+            for budget in budgets:
+                self._spend(budget, cut)
             if cut > 0:
                 kept.append(ScaleReplicaSet(action.name, sizes[action.name] - cut))
         if len(kept) < len(actions) or any(k not in actions for k in kept):
             names = ", ".join(f"{b.metadata.namespace}/{b.metadata.name}" for b in budgets)
             self._report_action(f"scale-down held back by PodDisruptionBudget {names}")
         return kept
+
+    def _room(self, budget: Any) -> int:
+        allowed = (budget.status.disruptions_allowed or 0) if budget.status else 0
+        version, spent = self._spent.get(budget.metadata.uid, ("", 0))
+        return max(0, allowed - spent) if version == budget.metadata.resource_version else allowed
+
+    def _spend(self, budget: Any, count: int) -> None:
+        version, spent = self._spent.get(budget.metadata.uid, ("", 0))
+        if version != budget.metadata.resource_version:
+            spent = 0
+        self._spent[budget.metadata.uid] = (budget.metadata.resource_version, spent + count)
 
     def _pod_failures(self, status: RolloutStatus, new_rs: Any, pods: list[Any], now: float) -> RolloutStatus:
         """New pods that crash-loop past the threshold, or cannot pull their image, fail the rollout."""

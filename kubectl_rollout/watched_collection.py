@@ -153,9 +153,11 @@ class WatchedCollection:
                     **self._list_kwargs,
                 ):
                     obj = event["object"]
-                    resource_version = obj.metadata.resource_version
                     if event["type"] == "BOOKMARK":
+                        # Bookmarks arrive as plain dicts: the client does not deserialize them.
+                        resource_version = obj["metadata"]["resourceVersion"]
                         continue
+                    resource_version = obj.metadata.resource_version
                     with self._changed:
                         if event["type"] == "DELETED":
                             self._objects.pop(key_of(obj), None)
@@ -174,6 +176,11 @@ class WatchedCollection:
             except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
                 self.last_error = err
                 failures += 1
+            except Exception as err:
+                log.warning("watch of %s failed (%r); listing again", self.description, err)
+                self.last_error = err
+                failures += 1
+                resource_version = None
             if failures:
                 if self._stopping.is_set():
                     break

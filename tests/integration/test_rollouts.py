@@ -125,87 +125,238 @@ def controller_rollout(cluster: Cluster, namespace: str, document: dict[str, Any
     )
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class SideBySide:
+    """One scenario twice: driven by the plugin in ``ours``, by the server's controller in ``theirs``.
+
+    A PodCensus follows each side throughout; ``compare`` checks the fenceposts
+    on both and that the ReplicaSets and condition reasons end up the same.
+    """
+
+    def __init__(self, cluster: Cluster, ours: str, theirs: str, kubeconfig: Path, tmp_path: Path) -> None:
+        self.cluster, self.ours, self.theirs = cluster, ours, theirs
+        self.kubeconfig, self.tmp_path = kubeconfig, tmp_path
+        self.census: list[PodCensus] = []
+
+    def watch(self) -> None:
+        self.census = [PodCensus(self.cluster, ns, "web").start() for ns in (self.ours, self.theirs)]
+
+    def _settle_theirs(self) -> None:
+        def settled(d: Any) -> bool:
+            s = d.status
+            if d.metadata.name != "web" or s is None or s.observed_generation != d.metadata.generation:
+                return False
+            reasons = {c.type: c.reason for c in s.conditions or []}
+            if d.spec.paused or reasons.get("Progressing") == "ProgressDeadlineExceeded":
+                return True
+            return bool(
+                s.updated_replicas == d.spec.replicas
+                and s.replicas == d.spec.replicas
+                and (s.available_replicas or 0) == d.spec.replicas
+            )
+
+        watching.until(
+            self.cluster.apps.list_namespaced_deployment,
+            settled,
+            namespace=self.theirs,
+            timeout=120,
+            what="the controller's rollout",
+        )
+
+    def apply(self, document: dict[str, Any], *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        result = apply(self.kubeconfig, self.ours, document, self.tmp_path, *args)
+        assert result.returncode == expect, result.stderr
+        try:
+            current = self.cluster.apps.read_namespaced_deployment("web", self.theirs)
+        except client.ApiException:
+            self.cluster.apps.create_namespaced_deployment(self.theirs, document)
+        else:
+            current.spec = self.cluster.api_client.deserialize(_Raw(document["spec"]), "V1DeploymentSpec")
+            current.metadata.annotations = document["metadata"].get("annotations")
+            self.cluster.apps.replace_namespaced_deployment("web", self.theirs, current)
+        if "--no-wait" not in args:
+            self._settle_theirs()
+        return result
+
+    def kubectl(self, *args: str) -> None:
+        done = subprocess.run(
+            [str(ROOT / ".bin" / "kubectl"), "--kubeconfig", str(self.kubeconfig), "-n", self.theirs, *args],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+
+    def undo(self, to_revision: int = 0) -> None:
+        extra = ["--to-revision", str(to_revision)] if to_revision else []
+        ours = run_plugin("undo", "web", *extra, "-n", self.ours, kubeconfig=self.kubeconfig)
+        assert ours.returncode == 0, ours.stderr
+        self.kubectl("rollout", "undo", "deployment/web", *[f"--to-revision={to_revision}"] * bool(to_revision))
+        self._settle_theirs()
+
+    def compare(self, replicas: int, surge: int | str, unavailable: int | str) -> None:
+        for census in self.census:
+            census.stop()
+            assert census.most <= replicas + max_surge(replicas, surge, unavailable), (census.namespace, census.most)
+            assert census.fewest_ready is not None
+            assert census.fewest_ready >= replicas - max_unavailable(replicas, surge, unavailable), (
+                census.namespace,
+                census.fewest_ready,
+            )
+        assert shape(self.cluster, self.ours, "web") == shape(self.cluster, self.theirs, "web")
+        ours = json.loads(run_plugin("status", "web", "-n", self.ours, "-o", "json", kubeconfig=self.kubeconfig).stdout)
+        theirs = self.cluster.apps.read_namespaced_deployment("web", self.theirs).status
+        assert {c["type"]: c["reason"] for c in ours["status"]["conditions"]} == {
+            c.type: c.reason for c in theirs.conditions
+        }
+
+
+class _Raw:
+    """What the client's deserializer expects: an object with a JSON ``data``."""
+
+    def __init__(self, body: Any) -> None:
+        self.data = json.dumps(body)
+
+
+@pytest.fixture
+def both(cluster: Cluster, namespace: str, twin: str, kubeconfig: Path, tmp_path: Path) -> SideBySide:
+    return SideBySide(cluster, namespace, twin, kubeconfig, tmp_path)
+
+
 @pytest.mark.parametrize(
     ("replicas", "surge", "unavailable"),
     [(6, 2, 1), (8, "25%", "25%"), (5, 0, 2), (5, 2, 0)],
     ids=["absolute", "percent", "max-surge-0", "max-unavailable-0"],
 )
-def test_rolling_update_keeps_the_fenceposts_and_matches_the_controller(
-    cluster: Cluster,
-    namespace: str,
-    twin: str,
-    kubeconfig: Path,
-    tmp_path: Path,
-    replicas: int,
-    surge: int | str,
-    unavailable: int | str,
+def test_rolling_update_side_by_side_with_the_controller(
+    both: SideBySide, replicas: int, surge: int | str, unavailable: int | str
 ) -> None:
     document = workload("web", replicas, surge=surge, unavailable=unavailable)
-    created = apply(kubeconfig, namespace, document, tmp_path)
-    assert created.returncode == 0, created.stderr
+    created = both.apply(document)
     assert 'deployment "web" successfully rolled out' in created.stdout
-
-    census = PodCensus(cluster, namespace, "web").start()
-    updated = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
-    census.stop()
-
-    assert updated.returncode == 0, updated.stderr
-    assert census.most <= replicas + max_surge(replicas, surge, unavailable), census.most
-    assert census.fewest_ready is not None
-    assert census.fewest_ready >= replicas - max_unavailable(replicas, surge, unavailable), census.fewest_ready
-
-    controller_rollout(cluster, twin, document)
-    controller_rollout(cluster, twin, document, image="registry.example/app:v2")
-    assert (
-        shape(cluster, namespace, "web")
-        == shape(cluster, twin, "web")
-        == [(1, 0, manifests.IMAGE), (2, replicas, "registry.example/app:v2")]
-    )
-    ours = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
-    theirs = cluster.apps.read_namespaced_deployment("web", twin).status
-    assert {c["type"]: c["reason"] for c in ours["status"]["conditions"]} == {
-        c.type: c.reason for c in theirs.conditions
-    }
+    both.watch()
+    both.apply(with_image(document, "registry.example/app:v2"))
+    both.compare(replicas, surge, unavailable)
+    assert shape(both.cluster, both.ours, "web") == [(1, 0, manifests.IMAGE), (2, replicas, "registry.example/app:v2")]
 
 
-def test_recreate_never_runs_old_and_new_pods_together(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
+def test_recreate_side_by_side_never_runs_old_and_new_pods_together(both: SideBySide) -> None:
     document = workload("web", 4, recreate=True)
-    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    census = PodCensus(cluster, namespace, "web").start()
-    result = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
-    census.stop()
+    both.apply(document)
+    both.watch()
+    both.apply(with_image(document, "registry.example/app:v2"))
+    ours, theirs = both.census
+    both.compare(4, 0, 4)
+    assert not ours.templates_together
+    assert not theirs.templates_together
+    assert shape(both.cluster, both.ours, "web") == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
 
-    assert result.returncode == 0, result.stderr
-    assert not census.templates_together
-    assert census.most <= 4
-    assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
 
-
-def test_undo_reuses_the_old_replica_set_and_history_lists_change_causes(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
+def test_undo_and_undo_to_revision_side_by_side(both: SideBySide) -> None:
     document = workload("web", 3, surge=1, unavailable=0)
-    document["metadata"]["annotations"] = {"kubernetes.io/change-cause": "v1"}
-    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    second = with_image(document, "registry.example/app:v2")
-    second["metadata"]["annotations"] = {"kubernetes.io/change-cause": "v2"}
-    assert apply(kubeconfig, namespace, second, tmp_path).returncode == 0
-    before = replica_sets(cluster, namespace, "web")
+    both.apply(document)
+    both.watch()
+    both.apply(with_image(document, "registry.example/app:v2"))
+    both.apply(with_image(document, "registry.example/app:v3"))
+    both.undo()
+    both.undo(to_revision=1)
+    both.compare(3, 1, 0)
+    assert shape(both.cluster, both.ours, "web") == [
+        (3, 0, "registry.example/app:v3"),
+        (4, 0, "registry.example/app:v2"),
+        (5, 3, manifests.IMAGE),
+    ]
 
-    undone = run_plugin("undo", "web", "-n", namespace, kubeconfig=kubeconfig)
 
-    assert undone.returncode == 0, undone.stderr
-    after = replica_sets(cluster, namespace, "web")
-    assert set(after) == set(before)  # the old ReplicaSet came back; none was created
-    assert sorted(after.values()) == [(2, 0, "registry.example/app:v2"), (3, 3, manifests.IMAGE)]
-    history = run_plugin("history", "web", "-n", namespace, kubeconfig=kubeconfig)
-    assert history.stdout.splitlines()[1:] == ["REVISION  CHANGE-CAUSE", "2         v2", "3         v2"]
-    missing = run_plugin("undo", "web", "--to-revision", "7", "-n", namespace, kubeconfig=kubeconfig)
-    assert missing.returncode == 1
-    assert "unable to find the specified revision 7" in missing.stderr
-    assert replica_sets(cluster, namespace, "web") == after
+def test_history_cleanup_side_by_side(both: SideBySide) -> None:
+    document = workload("web", 2, surge=1, unavailable=0, revisionHistoryLimit=1)
+    both.apply(document)
+    for version in ("v2", "v3", "v4"):
+        both.apply(with_image(document, f"registry.example/app:{version}"))
+    both.watch()
+    both.compare(2, 1, 0)
+    assert shape(both.cluster, both.ours, "web") == [
+        (3, 0, "registry.example/app:v3"),
+        (4, 2, "registry.example/app:v4"),
+    ]
+
+
+@pytest.mark.parametrize("new_size", [9, 2], ids=["up", "down"])
+def test_scale_mid_rollout_side_by_side(both: SideBySide, new_size: int) -> None:
+    document = workload("web", 5, surge=2, unavailable=1, ready_after="2s")
+    both.apply(document)
+    both.apply(with_image(document, "registry.example/app:v2"), "--no-wait")
+    resized = with_image(document, "registry.example/app:v2")
+    resized["spec"]["replicas"] = new_size
+    both.apply(resized)
+    assert (
+        shape(both.cluster, both.ours, "web")
+        == shape(both.cluster, both.theirs, "web")
+        == [(1, 0, manifests.IMAGE), (2, new_size, "registry.example/app:v2")]
+    )
+
+
+def test_pause_mid_rollout_then_resume_side_by_side(both: SideBySide) -> None:
+    document = workload("web", 6, surge=1, unavailable=0, ready_after="2s")
+    both.apply(document)
+    both.watch()
+    path = both.tmp_path / "v2.yaml"
+    path.write_text(yaml.safe_dump(with_image(document, "registry.example/app:v2")))
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubectl_rollout",
+            "apply",
+            "-f",
+            str(path),
+            "-n",
+            both.ours,
+            "--kubeconfig",
+            str(both.kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watching.until(
+        both.cluster.apps.list_namespaced_replica_set,
+        lambda rs: rs.spec.template.spec.containers[0].image.endswith(":v2") and rs.spec.replicas >= 1,
+        namespace=both.ours,
+        timeout=60,
+        what="the rollout under way",
+    )
+    paused = run_plugin("pause", "web", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert paused.returncode == 0, paused.stderr
+    _out, err = driver.communicate(timeout=60)
+    assert driver.returncode == 0, err
+    assert "is paused" in err
+    frozen = shape(both.cluster, both.ours, "web")
+    assert frozen != [(1, 0, manifests.IMAGE), (2, 6, "registry.example/app:v2")]  # stopped midway
+    assert run_plugin("status", "web", "-w", "-n", both.ours, kubeconfig=both.kubeconfig).returncode == 0
+    assert shape(both.cluster, both.ours, "web") == frozen  # a driver does not move a paused workload
+
+    # The controller's side: the same image change, paused once under way, then resumed.
+    both.cluster.apps.patch_namespaced_deployment(
+        "web",
+        both.theirs,
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.example/app:v2"}]}}}},
+    )
+    watching.until(
+        both.cluster.apps.list_namespaced_replica_set,
+        lambda rs: rs.spec.template.spec.containers[0].image.endswith(":v2") and rs.spec.replicas >= 1,
+        namespace=both.theirs,
+        timeout=60,
+        what="the controller's rollout under way",
+    )
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": True}})
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": False}})
+    resumed = run_plugin("resume", "web", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert resumed.returncode == 0, resumed.stderr
+    both._settle_theirs()
+    both.compare(6, 1, 0)
+    assert shape(both.cluster, both.ours, "web") == [(1, 0, manifests.IMAGE), (2, 6, "registry.example/app:v2")]
 
 
 def test_crash_looping_new_pods_fail_fast_and_auto_rollback_returns(
@@ -230,19 +381,18 @@ def test_crash_looping_new_pods_fail_fast_and_auto_rollback_returns(
     assert rses[-1] == (3, 3, manifests.IMAGE)  # revision 1's ReplicaSet, now revision 3, holds every replica
 
 
-def test_progress_deadline_exceeded_with_never_ready_pods(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
+def test_progress_deadline_exceeded_side_by_side(both: SideBySide) -> None:
     document = workload("web", 2, surge=1, unavailable=0, progressDeadlineSeconds=4)
-    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    both.apply(document)
     stuck = with_image(document, "registry.example/app:stuck")
     stuck["spec"]["template"]["metadata"]["annotations"][manifests.BEHAVIOUR] = "never-ready"
+    both.watch()
 
-    result = apply(kubeconfig, namespace, stuck, tmp_path)
+    result = both.apply(stuck, expect=1)
 
-    assert result.returncode == 1
     assert 'deployment "web" exceeded its progress deadline' in result.stdout + result.stderr
-    status = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
+    both.compare(2, 1, 0)
+    status = json.loads(run_plugin("status", "web", "-n", both.ours, "-o", "json", kubeconfig=both.kubeconfig).stdout)
     progressing = next(c for c in status["status"]["conditions"] if c["type"] == "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
 
@@ -289,40 +439,6 @@ def test_a_driver_killed_mid_rollout_is_finished_by_the_next_one(
 
     assert finished.returncode == 0, finished.stderr
     assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 6, "registry.example/app:v2")]
-
-
-def test_pause_holds_the_rollout_and_resume_finishes_it(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
-    document = workload("web", 4, surge=1, unavailable=0)
-    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    assert run_plugin("pause", "web", "-n", namespace, kubeconfig=kubeconfig).returncode == 0
-    recorded = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path, "--no-wait")
-    assert recorded.returncode == 0
-    assert shape(cluster, namespace, "web") == [(1, 4, manifests.IMAGE)]
-
-    resumed = run_plugin("resume", "web", "-n", namespace, kubeconfig=kubeconfig)
-
-    assert resumed.returncode == 0, resumed.stderr
-    assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
-    again = run_plugin("resume", "web", "-n", namespace, kubeconfig=kubeconfig)
-    assert again.returncode == 2
-    assert "is not paused" in again.stderr
-
-
-def test_scale_mid_rollout_is_proportional_and_ends_at_the_new_size(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
-    document = workload("web", 4, surge=2, unavailable=0, ready_after="3s")
-    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    assert (
-        apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path, "--no-wait").returncode
-        == 0
-    )
-    scaled = run_plugin("scale", "web", "--replicas", "8", "-n", namespace, kubeconfig=kubeconfig)
-
-    assert scaled.returncode == 0, scaled.stderr
-    assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 8, "registry.example/app:v2")]
 
 
 @pytest.mark.parametrize(
@@ -431,17 +547,6 @@ def test_adopting_a_missing_deployment_changes_nothing(namespace: str, kubeconfi
         ).items
         == []
     )
-
-
-def test_revision_history_limit_prunes_old_replica_sets(
-    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
-) -> None:
-    document = workload("web", 2, surge=1, unavailable=0, revisionHistoryLimit=1)
-    for version in ("v1", "v2", "v3", "v4"):
-        result = apply(kubeconfig, namespace, with_image(document, f"registry.example/app:{version}"), tmp_path)
-        assert result.returncode == 0, result.stderr
-    # The newest plus revisionHistoryLimit old ones, as the controller keeps.
-    assert shape(cluster, namespace, "web") == [(3, 0, "registry.example/app:v3"), (4, 2, "registry.example/app:v4")]
 
 
 def test_min_ready_seconds_holds_the_rollout_until_pods_have_been_ready_that_long(
