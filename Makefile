@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain dist
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -65,3 +65,7 @@ bench-drain: setup
 dist: $(VENV)/.installed
 	$(BIN)/python hack/dist/build_archives.py
 	$(BIN)/python hack/dist/render_krew_manifest.py
+
+## bench-rollout: the Deployment controller vs rollout-plus on the same rollout (prints figures)
+bench-rollout: setup
+	$(BIN)/python hack/bench_rollout.py
