@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, live against the local cluster: three Deployments under PDBs
 # are packed onto one node, then `kubectl rollout-plus drain` (found by kubectl
-# on PATH as kubectl-rollout_plus) moves them off without breaking any budget.
+# on PATH as kubectl-rollout_plus) moves them off without breaking any budget;
+# then a managed workload is rolled out and updated by the plugin itself.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KUBECONFIG=${1:-$root/.cluster/default/kubeconfig}
@@ -30,5 +31,10 @@ step "$kubectl" -n "$namespace" get pods -o wide
 step "$kubectl" rollout-plus drain "$target" --ignore-daemonsets
 step "$kubectl" -n "$namespace" get pods -o wide
 "$kubectl" uncordon "$target" >/dev/null
+
+step "$kubectl" rollout-plus apply -f "$root/hack/demo/shop.yaml"
+step "$kubectl" rollout-plus set image shop -n "$namespace" shop=registry.example/shop:v2
+step "$kubectl" rollout-plus history shop -n "$namespace"
+step "$kubectl" -n "$namespace" get replicasets -l app=shop
 
 printf '\nThe local cluster keeps running; KUBECONFIG=%s\nStop it with: make cluster-down\n' "$KUBECONFIG"
