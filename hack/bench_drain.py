@@ -18,7 +18,6 @@ It starts its own cluster in .cluster/bench (with an audit log) and stops it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -32,6 +31,9 @@ from kubernetes import watch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "hack"))
+
+from bench_support import audit_requests, timed  # noqa: E402
 
 from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
@@ -146,42 +148,6 @@ class ReadyLatency(threading.Thread):
         self._watch.stop()
 
 
-def count_requests(audit_log: Path, since: float, until: float, agent_prefix: str) -> int:
-    """Requests whose user agent starts with ``agent_prefix``, received in [since, until]."""
-    ids = set()
-    with audit_log.open() as lines:
-        for line in lines:
-            event = json.loads(line)
-            if not event.get("userAgent", "").startswith(agent_prefix):
-                continue
-            received = event.get("requestReceivedTimestamp", "")
-            stamp = time.mktime(time.strptime(received[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-            if since - 1 <= stamp <= until + 1:
-                ids.add(event["auditID"])
-    return len(ids)
-
-
-#: Runs a command and reports the peak RSS of its process tree alone on stderr's last line.
-_MEASURE = (
-    "import resource, subprocess, sys\n"
-    "code = subprocess.run(sys.argv[1:]).returncode\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
-
-
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, int, subprocess.CompletedProcess[str]]:
-    """Wall time and peak RSS (KiB) of one command."""
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, env=env)
-    elapsed = time.monotonic() - started
-    if result.returncode != 0:
-        print(result.stdout[-2000:], result.stderr[-2000:], file=sys.stderr)
-        raise SystemExit(f"{command[0]} failed with {result.returncode}")
-    peak = int(result.stderr.strip().splitlines()[-1])
-    return elapsed, peak, result
-
-
 def pdb_scenario(cluster: Cluster, kubeconfig: Path, nodes: list[str], audit_log: Path) -> dict[str, Any]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     apps = ["web", "api", "db"]
@@ -205,7 +171,7 @@ def pdb_scenario(cluster: Cluster, kubeconfig: Path, nodes: list[str], audit_log
         time.sleep(2)
         results[tool] = {
             "seconds": elapsed,
-            "requests": count_requests(audit_log, since, until, agent),
+            "requests": audit_requests(audit_log, since, until, agent=agent),
             "ready_latency": statistics.mean(latency.latencies) if latency.latencies else float("nan"),
         }
         cluster.core.delete_namespace(namespace)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "hack"))
 sys.path.insert(0, str(ROOT))
 
-from bench_drain import timed  # noqa: E402
+from bench_support import audit_requests, timed  # noqa: E402
 
 from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
@@ -83,24 +83,6 @@ def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout
     return time.monotonic() - started
 
 
-def audit_count(
-    audit_log: Path, since: float, until: float, *, user: str | None = None, agent: str | None = None
-) -> int:
-    ids = set()
-    with audit_log.open() as lines:
-        for line in lines:
-            event = json.loads(line)
-            if user is not None and event.get("user", {}).get("username") != user:
-                continue
-            if agent is not None and not event.get("userAgent", "").startswith(agent):
-                continue
-            received = event.get("requestReceivedTimestamp", "")
-            stamp = time.mktime(time.strptime(received[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-            if since - 1 <= stamp <= until + 1:
-                ids.add(event["auditID"])
-    return len(ids)
-
-
 def managed(kubeconfig: Path, ns: str, document: dict[str, Any], tmp: Path) -> tuple[float, int]:
     path = tmp / f"{document['metadata']['name']}.json"
     path.write_text(json.dumps(document))
@@ -137,7 +119,7 @@ def main() -> int:
             {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.example/web:v2"}]}}}},
         )
         controller_seconds = wait_controller(cluster, "bench-controller", "web", 100)
-        controller_requests = audit_count(audit, since, time.time(), user=CONTROLLER)
+        controller_requests = audit_requests(audit, since, time.time(), user=CONTROLLER)
 
         namespace(cluster, "bench-plugin")
         managed(kubeconfig, "bench-plugin", manifest("web", 100, "registry.example/web:v1"), tmp)
@@ -145,7 +127,7 @@ def main() -> int:
         since = time.time()
         plugin_seconds, _ = managed(kubeconfig, "bench-plugin", manifest("web", 100, "registry.example/web:v2"), tmp)
         time.sleep(3)  # flush the audit log's batch
-        plugin_requests = audit_count(audit, since, time.time(), agent="kubectl-rollout-plus/")
+        plugin_requests = audit_requests(audit, since, time.time(), agent="kubectl-rollout-plus/")
         print("\n== rollout: 100 replicas, maxSurge 25%, maxUnavailable 25%, Ready 1 s after start ==")
         print(f"Deployment controller        {controller_seconds:7.2f} s   {controller_requests:5d} API requests")
         print(f"kubectl rollout-plus         {plugin_seconds:7.2f} s   {plugin_requests:5d} API requests")
@@ -162,7 +144,7 @@ def main() -> int:
             since = time.time()
             seconds, peak = managed(kubeconfig, "bench-large", manifest("big", 2000, "registry.example/big:v2"), tmp)
             time.sleep(3)
-            requests = audit_count(audit, since, time.time(), agent="kubectl-rollout-plus/")
+            requests = audit_requests(audit, since, time.time(), agent="kubectl-rollout-plus/")
             print("\n== rollout: 2000 replicas, maxSurge 25%, maxUnavailable 25% ==")
             print(f"first rollout (2000 pods created)  {created:7.2f} s")
             print(

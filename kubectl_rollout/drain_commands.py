@@ -8,7 +8,6 @@ are checked, still before any change.
 from __future__ import annotations
 
 import sys
-import threading
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +20,7 @@ from kubectl_rollout.drain import DrainEngine, DrainOptions, DryRun
 from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
 from kubectl_rollout.durations import parse_duration
 from kubectl_rollout.errors import UsageError
+from kubectl_rollout.interruptible import run_interruptibly
 from kubectl_rollout.label_selectors import validate_label_selector
 from kubectl_rollout.permissions import Permission, require
 
@@ -255,7 +255,12 @@ def drain(
                 print_plan(plan, sys.stdout)
             if plan_only:
                 return
-        result = _run_interruptibly(engine, targets)
+        result = run_interruptibly(
+            lambda: engine.run(targets),
+            engine.cancel,
+            on_interrupt="interrupted: stopping the drain (nodes stay cordoned)...",
+            name="drain",
+        )
     finally:
         engine.close()
         if isinstance(printer, HumanPrinter):
@@ -268,30 +273,6 @@ def _printer(output: str) -> HumanPrinter | JsonLinesPrinter:
     if output == "jsonl":
         return JsonLinesPrinter(sys.stdout)
     return HumanPrinter(sys.stdout, sys.stderr, live=sys.stdout.isatty())
-
-
-def _run_interruptibly(engine: DrainEngine, targets: list[Any]) -> Any:
-    """Run in a worker thread so that Ctrl-C cancels cleanly instead of killing a thread mid-request."""
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["result"] = engine.run(targets)
-        except BaseException as err:  # handed to the main thread
-            outcome["error"] = err
-
-    worker = threading.Thread(target=work, name="drain")
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: stopping the drain (nodes stay cordoned)...", err=True)
-        engine.cancel.set()
-        worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
 
 
 def _cordon_command(name: str, cordoned: bool) -> click.Command:

@@ -30,9 +30,10 @@ from kubectl_rollout.cli_options import global_options, open_cluster
 from kubectl_rollout.cluster_access import Cluster
 from kubectl_rollout.durations import parse_duration
 from kubectl_rollout.errors import UsageError, UserFacingError
+from kubectl_rollout.interruptible import run_interruptibly
 from kubectl_rollout.rollout_driver import RolloutDriver, RolloutEvent, RolloutResult
 from kubectl_rollout.rollout_state import PAUSED as PAUSED_REASON
-from kubectl_rollout.rollout_state import RESUMED, Target, condition, rollout_status_message, set_condition
+from kubectl_rollout.rollout_state import RESUMED, condition, rollout_status_message, set_condition
 from kubectl_rollout.workload_lease import LeaseHeld
 from kubectl_rollout.workload_record import (
     CHANGE_CAUSE,
@@ -114,54 +115,43 @@ class _Printer:
                 click.echo(event.message)
 
 
-def _drive(
-    cluster: Cluster,
-    namespace: str,
-    name: str,
-    *,
-    timeout: float | None,
-    auto_rollback: bool,
-    ignore_pdb: bool,
-    fail_after_restarts: int,
-    output: str,
-) -> RolloutResult:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DriveOptions:
+    """How to drive a rollout, from the command's options (see ``_drive_options``)."""
+
+    wait: bool = True
+    timeout: float | None = None
+    auto_rollback: bool = False
+    ignore_pdb: bool = False
+    fail_after_restarts: int = 3
+    output: str = "text"
+
+    @classmethod
+    def pop_from(cls, options: dict[str, Any]) -> DriveOptions:
+        """Take the drive options out of a command's keyword arguments, leaving the connection flags."""
+        return cls(**{f.name: options.pop(f.name) for f in dataclasses.fields(cls) if f.name in options})
+
+
+def _drive(cluster: Cluster, namespace: str, name: str, drive: DriveOptions) -> RolloutResult:
     cancel = threading.Event()
     driver = RolloutDriver(
         cluster,
         namespace,
         name,
-        _Printer(output),
+        _Printer(drive.output),
         cancel=cancel,
-        timeout=timeout,
-        respect_pdbs=not ignore_pdb,
-        auto_rollback=auto_rollback,
-        fail_after_restarts=fail_after_restarts,
+        timeout=drive.timeout,
+        respect_pdbs=not drive.ignore_pdb,
+        auto_rollback=drive.auto_rollback,
+        fail_after_restarts=drive.fail_after_restarts,
     )
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["result"] = driver.run()
-        except BaseException as err:  # handed to the main thread
-            outcome["error"] = err
-
-    worker = threading.Thread(target=work, name=f"drive {name}")
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        click.echo(
-            "\ninterrupted: the rollout's state is in the cluster; continue it with "
-            f"kubectl rollout-plus status {name} -w",
-            err=True,
-        )
-        cancel.set()
-        worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    result: RolloutResult = outcome["result"]
-    return result
+    return run_interruptibly(
+        driver.run,
+        cancel,
+        on_interrupt=f"interrupted: the rollout's state is in the cluster; continue it with "
+        f"kubectl rollout-plus status {name} -w",
+        name=f"drive {name}",
+    )
 
 
 def _finish(ctx: click.Context, result: RolloutResult) -> None:
@@ -177,36 +167,21 @@ def _change(
     ctx: click.Context,
     name: str,
     mutate: Callable[[dict[str, Any], Record, Cluster], None],
-    *,
-    wait: bool,
-    timeout: float | None,
-    auto_rollback: bool,
-    ignore_pdb: bool,
-    fail_after_restarts: int,
-    output: str,
-    flags: dict[str, Any],
+    options: dict[str, Any],
 ) -> None:
-    """Read the record, change its manifest, store it, and drive the rollout."""
-    cluster = open_cluster(ctx, **flags)
+    """Read the record, change its manifest, store it, and drive the rollout.
+
+    ``options`` are the command's keyword arguments: drive options and connection flags.
+    """
+    drive = DriveOptions.pop_from(options)
+    cluster = open_cluster(ctx, **options)
     record = read(cluster, cluster.namespace, name)
     manifest = copy.deepcopy(record.manifest)
     mutate(manifest, record, cluster)
     spec = parse_workload(manifest, default_namespace=record.namespace)
     save_spec(cluster, manifest, spec, record)
-    if wait:
-        _finish(
-            ctx,
-            _drive(
-                cluster,
-                record.namespace,
-                name,
-                timeout=timeout,
-                auto_rollback=auto_rollback,
-                ignore_pdb=ignore_pdb,
-                fail_after_restarts=fail_after_restarts,
-                output=output,
-            ),
-        )
+    if drive.wait:
+        _finish(ctx, _drive(cluster, record.namespace, name, drive))
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -235,18 +210,7 @@ def load_manifest(path: str) -> dict[str, Any]:
 @_drive_options
 @global_options
 @click.pass_context
-def apply(
-    ctx: click.Context,
-    /,
-    filename: str,
-    wait: bool,
-    timeout: float | None,
-    auto_rollback: bool,
-    ignore_pdb: bool,
-    fail_after_restarts: int,
-    output: str,
-    **flags: Any,
-) -> None:
+def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
     """Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out.
 
     The workload is driven by this plugin, not by the Deployment controller:
@@ -255,8 +219,9 @@ def apply(
     with maxSurge/maxUnavailable, or Recreate), never shrinks old pods past a
     PodDisruptionBudget, and fails fast when new pods cannot start.
     """
+    drive = DriveOptions.pop_from(options)
     manifest = load_manifest(filename)
-    cluster = open_cluster(ctx, **flags)
+    cluster = open_cluster(ctx, **options)
     spec = parse_workload(manifest, default_namespace=cluster.namespace)
     if manifest.get("metadata", {}).get("namespace") not in (None, spec.namespace):
         raise UsageError("the manifest's namespace and -n disagree")
@@ -271,21 +236,9 @@ def apply(
         spec = parse_workload(manifest, default_namespace=cluster.namespace)
     save_spec(cluster, manifest, spec, previous)
     verb = "created" if previous is None else "configured"
-    click.echo(f"workload/{spec.name} {verb}", err=output == "jsonl")
-    if wait:
-        _finish(
-            ctx,
-            _drive(
-                cluster,
-                spec.namespace,
-                spec.name,
-                timeout=timeout,
-                auto_rollback=auto_rollback,
-                ignore_pdb=ignore_pdb,
-                fail_after_restarts=fail_after_restarts,
-                output=output,
-            ),
-        )
+    click.echo(f"workload/{spec.name} {verb}", err=drive.output == "jsonl")
+    if drive.wait:
+        _finish(ctx, _drive(cluster, spec.namespace, spec.name, drive))
 
 
 @click.group("set")
@@ -321,15 +274,7 @@ def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **optio
             if image:
                 container["image"] = image
 
-    _run_change(ctx, name, mutate, options)
-
-
-def _run_change(
-    ctx: click.Context, name: str, mutate: Callable[[dict[str, Any], Record, Cluster], None], options: dict[str, Any]
-) -> None:
-    drive_keys = ("wait", "timeout", "auto_rollback", "ignore_pdb", "fail_after_restarts", "output")
-    drive = {k: options.pop(k) for k in drive_keys}
-    _change(ctx, name, mutate, flags=options, **drive)
+    _change(ctx, name, mutate, options)
 
 
 @click.command("scale")
@@ -346,7 +291,7 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
     def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
         manifest["spec"]["replicas"] = replicas
 
-    _run_change(ctx, name, mutate, options)
+    _change(ctx, name, mutate, options)
 
 
 @click.command("restart")
@@ -361,7 +306,7 @@ def restart(ctx: click.Context, /, name: str, **options: Any) -> None:
         template = manifest["spec"]["template"].setdefault("metadata", {})
         template.setdefault("annotations", {})[RESTARTED_AT] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    _run_change(ctx, name, mutate, options)
+    _change(ctx, name, mutate, options)
 
 
 def _set_paused(ctx: click.Context, name: str, paused: bool, flags: dict[str, Any]) -> None:
@@ -399,35 +344,13 @@ def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
 @_drive_options
 @global_options
 @click.pass_context
-def resume(
-    ctx: click.Context,
-    /,
-    name: str,
-    wait: bool,
-    timeout: float | None,
-    auto_rollback: bool,
-    ignore_pdb: bool,
-    fail_after_restarts: int,
-    output: str,
-    **flags: Any,
-) -> None:
+def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
     """Resume paused managed workload NAME and drive its rollout."""
-    _set_paused(ctx, name, False, flags)
-    if wait:
-        cluster = open_cluster(ctx, **flags)
-        _finish(
-            ctx,
-            _drive(
-                cluster,
-                cluster.namespace,
-                name,
-                timeout=timeout,
-                auto_rollback=auto_rollback,
-                ignore_pdb=ignore_pdb,
-                fail_after_restarts=fail_after_restarts,
-                output=output,
-            ),
-        )
+    drive = DriveOptions.pop_from(options)
+    _set_paused(ctx, name, False, options)
+    if drive.wait:
+        cluster = open_cluster(ctx, **options)
+        _finish(ctx, _drive(cluster, cluster.namespace, name, drive))
 
 
 @click.command("status")
@@ -443,32 +366,13 @@ def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None,
     record = read(cluster, cluster.namespace, name)
     if watch:
         try:
-            result = _drive(
-                cluster,
-                record.namespace,
-                name,
-                timeout=timeout,
-                auto_rollback=False,
-                ignore_pdb=False,
-                fail_after_restarts=3,
-                output="text",
-            )
+            result = _drive(cluster, record.namespace, name, DriveOptions(timeout=timeout))
         except LeaseHeld as held:
             click.echo(f"{held.message}", err=True)
             ctx.exit(1)
         _finish(ctx, result)
         return
-    spec = record.spec
-    target = Target(
-        name=spec.name,
-        generation=record.generation,
-        replicas=spec.replicas,
-        max_surge=spec.max_surge,
-        max_unavailable=spec.max_unavailable,
-        progress_deadline_seconds=spec.progress_deadline_seconds,
-        paused=spec.paused,
-    )
-    message, _done, failed = rollout_status_message(name, target, record.status)
+    message, _done, failed = rollout_status_message(name, record.target(), record.status)
     if output == "json":
         click.echo(
             json.dumps(
@@ -550,7 +454,7 @@ def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> 
         manifest["spec"]["template"] = replica_sets.template_of(revisions[wanted])
         click.echo(f"workload/{name} rolling back to revision {wanted}", err=True)
 
-    _run_change(ctx, name, mutate, options)
+    _change(ctx, name, mutate, options)
 
 
 @click.command("delete")

@@ -36,7 +36,6 @@ from kubectl_rollout.rollout_state import (
     PODS_FAILING,
     REPLICA_FAILURE,
     RolloutStatus,
-    Target,
     condition,
     is_complete,
     rollout_status_message,
@@ -174,15 +173,7 @@ class RolloutDriver:
         template_hash = replica_sets.template_hash(spec)
         new, _old = split(template_hash, managed)
         new_rs = next((rs for rs in mine if new is not None and rs.metadata.name == new.name), None)
-        target = Target(
-            name=spec.name,
-            generation=record.generation,
-            replicas=spec.replicas,
-            max_surge=spec.max_surge,
-            max_unavailable=spec.max_unavailable,
-            progress_deadline_seconds=spec.progress_deadline_seconds,
-            paused=spec.paused,
-        )
+        target = record.target()
         views = [replica_sets.to_view(rs) for rs in mine]
         new_view = next((v for v in views if new is not None and v.name == new.name), None)
         now = time.time()

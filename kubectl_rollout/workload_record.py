@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.api_retry import call_with_retry
 from kubectl_rollout.cluster_access import Cluster
 from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.rollout_state import RolloutStatus
+from kubectl_rollout.rollout_state import RolloutStatus, Target
 from kubectl_rollout.workload_spec import WorkloadSpec, parse_workload
 
 RECORD_PREFIX = "rollout-plus."
@@ -60,6 +60,19 @@ class Record:
     @property
     def resource_version(self) -> str:
         return str(self.config_map.metadata.resource_version)
+
+    def target(self) -> Target:
+        """What the status is measured against."""
+        spec = self.spec
+        return Target(
+            name=spec.name,
+            generation=self.generation,
+            replicas=spec.replicas,
+            max_surge=spec.max_surge,
+            max_unavailable=spec.max_unavailable,
+            progress_deadline_seconds=spec.progress_deadline_seconds,
+            paused=spec.paused,
+        )
 
     def owner_reference(self) -> client.V1OwnerReference:
         return client.V1OwnerReference(

@@ -77,6 +77,10 @@ def stage(target: Path) -> None:
             # RECORD lists the compiled files we drop; direct_url.json names the checkout's
             # path (a build elsewhere would differ). Neither is needed to import anything.
             path.unlink()
+    for metadata in target.glob("kubectl_rollout_plus-*.dist-info/METADATA"):
+        # Keep the headers, drop the long description (the README): editing the
+        # README must not change the archive and its sha256 in krew-manifest.yaml.
+        metadata.write_text(metadata.read_text().split("\n\n", 1)[0] + "\n")
     (target / "__main__.py").write_text(MAIN)
 
 

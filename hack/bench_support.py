@@ -1,0 +1,48 @@
+"""What the benchmark scripts share: timing a command with its peak memory, and counting requests in the audit log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Runs a command and reports the peak RSS of its process tree alone on stderr's last line.
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:]).returncode\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, int, subprocess.CompletedProcess[str]]:
+    """Wall time and peak RSS (KiB) of one command; exits the benchmark if the command fails."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, env=env)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        print(result.stdout[-2000:], result.stderr[-2000:], file=sys.stderr)
+        raise SystemExit(f"{command[0]} failed with {result.returncode}")
+    peak = int(result.stderr.strip().splitlines()[-1])
+    return elapsed, peak, result
+
+
+def audit_requests(
+    audit_log: Path, since: float, until: float, *, user: str | None = None, agent: str | None = None
+) -> int:
+    """Requests received in [since, until] from ``user`` and/or a user agent starting with ``agent``."""
+    ids = set()
+    with audit_log.open() as lines:
+        for line in lines:
+            event = json.loads(line)
+            if user is not None and event.get("user", {}).get("username") != user:
+                continue
+            if agent is not None and not event.get("userAgent", "").startswith(agent):
+                continue
+            received = event.get("requestReceivedTimestamp", "")
+            stamp = time.mktime(time.strptime(received[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            if since - 1 <= stamp <= until + 1:
+                ids.add(event["auditID"])
+    return len(ids)
