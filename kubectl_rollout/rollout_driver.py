@@ -195,7 +195,7 @@ class RolloutDriver:
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
         for action in actions:
-            self._apply(action, record, mine, status)
+            status = self._apply(action, record, mine, status)
         if status != record.status:
             record = save_status(self.cluster, record, status)
         message, done, failed = rollout_status_message(spec.name, target, status)
@@ -223,7 +223,8 @@ class RolloutDriver:
             return RolloutResult(succeeded=not failed, message=message)
         return None
 
-    def _apply(self, action: Action, record: Record, mine: list[Any], status: RolloutStatus) -> None:
+    def _apply(self, action: Action, record: Record, mine: list[Any], status: RolloutStatus) -> RolloutStatus:
+        """Carry one action out; returns the status with what the action itself records."""
         if isinstance(action, CreateReplicaSet):
             created, collisions = replica_sets.create(
                 self.cluster,
@@ -232,25 +233,17 @@ class RolloutDriver:
                 revision=action.revision,
                 collision_count=status.collision_count,
             )
-            if collisions != status.collision_count:
-                save_status(self.cluster, record, dataclasses.replace(status, collision_count=collisions))
-            self._progress_condition(
-                record, status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"'
-            )
-        elif isinstance(action, ScaleReplicaSet):
+            status = dataclasses.replace(status, collision_count=collisions)
+            return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"')
+        if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
         elif isinstance(action, SetRevision):
             rs = next(r for r in mine if r.metadata.name == action.name)
             replica_sets.set_revision(self.cluster, record, rs, action.revision)
-            self._progress_condition(record, status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
+            return _with_progress(status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
         elif isinstance(action, DeleteReplicaSet):
             replica_sets.delete(self.cluster, record, action.name)
-
-    def _progress_condition(self, record: Record, status: RolloutStatus, reason: str, message: str) -> None:
-        cond = condition("Progressing", True, reason, message, time.time())
-        save_status(
-            self.cluster, record, dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
-        )
+        return status
 
     # --- beyond the controller ------------------------------------------------------------
 
@@ -367,6 +360,12 @@ class RolloutDriver:
 
     def _report_action(self, text: str) -> None:
         self.emit(RolloutEvent(workload=self.name, message=self._last_message, action=text))
+
+
+def _with_progress(status: RolloutStatus, reason: str, message: str) -> RolloutStatus:
+    """A Progressing=True condition with ``reason``, as the controller sets when it creates or finds the new RS."""
+    cond = condition("Progressing", True, reason, message, time.time())
+    return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
 
 
 def _describe(action: Action) -> str:

@@ -585,3 +585,44 @@ def test_old_replica_sets_never_shrink_past_a_pdb(
     # The controller may go down to 3 Ready (maxUnavailable 1); the PDB asks for 4, and gets them.
     assert census.fewest_ready == 4
     assert "held back by PodDisruptionBudget" in result.stderr
+
+
+def test_replica_failure_from_a_quota_side_by_side(both: SideBySide) -> None:
+    for namespace in (both.ours, both.theirs):
+        both.cluster.core.create_namespaced_resource_quota(
+            namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}
+        )
+    document = workload("web", 4, surge=1, unavailable=1, progressDeadlineSeconds=5)
+
+    result = both.apply(document, expect=1)
+
+    assert 'deployment "web" exceeded its progress deadline' in result.stdout + result.stderr
+    ours = json.loads(run_plugin("status", "web", "-n", both.ours, "-o", "json", kubeconfig=both.kubeconfig).stdout)
+    theirs = both.cluster.apps.read_namespaced_deployment("web", both.theirs).status
+    reasons = {c["type"]: c["reason"] for c in ours["status"]["conditions"]}
+    assert reasons == {c.type: c.reason for c in theirs.conditions}
+    assert reasons["ReplicaFailure"] == "FailedCreate"
+
+
+def test_a_replica_set_name_taken_by_another_template_is_a_collision(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    from kubectl_rollout.pod_template_hash import pod_template_hash
+    from kubectl_rollout.workload_spec import parse_workload
+
+    document = workload("web", 2)
+    spec = parse_workload(document, default_namespace=namespace)
+    squatter = manifests.deployment("web", replicas=0)
+    squatter.update(kind="ReplicaSet")
+    squatter["metadata"]["name"] = f"web-{pod_template_hash(spec.template)}"
+    squatter["spec"]["selector"]["matchLabels"]["squat"] = "yes"
+    squatter["spec"]["template"]["metadata"]["labels"]["squat"] = "yes"
+    cluster.apps.create_namespaced_replica_set(namespace, squatter)
+
+    result = apply(kubeconfig, namespace, document, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    ours = [rs for rs in replica_sets(cluster, namespace, "web") if rs != squatter["metadata"]["name"]]
+    assert ours == [f"web-{pod_template_hash(spec.template, 1)}"]
+    status = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
+    assert status["status"]["collisionCount"] == 1
