@@ -626,3 +626,47 @@ def test_a_replica_set_name_taken_by_another_template_is_a_collision(
     assert ours == [f"web-{pod_template_hash(spec.template, 1)}"]
     status = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
     assert status["status"]["collisionCount"] == 1
+
+
+def test_restart_replaces_every_pod_with_a_rolling_update(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    assert apply(kubeconfig, namespace, workload("web", 3, surge=1, unavailable=0), tmp_path).returncode == 0
+    before = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    census = PodCensus(cluster, namespace, "web").start()
+
+    restarted = run_plugin("restart", "web", "-n", namespace, kubeconfig=kubeconfig)
+    census.stop()
+
+    assert restarted.returncode == 0, restarted.stderr
+    after = {
+        p.metadata.uid
+        for p in cluster.core.list_namespaced_pod(namespace).items
+        if p.metadata.deletion_timestamp is None
+    }
+    assert len(after) == 3
+    assert not after & before
+    assert census.most <= 4
+    assert census.fewest_ready == 3
+    new = [rs for rs in cluster.apps.list_namespaced_replica_set(namespace).items if rs.spec.replicas]
+    assert "kubectl.kubernetes.io/restartedAt" in (new[0].spec.template.metadata.annotations or {})
+
+
+def test_new_pods_that_cannot_pull_their_image_fail_fast(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    document = workload("web", 2, surge=1, unavailable=0)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    missing = with_image(document, "registry.example/app:does-not-exist")
+    missing["spec"]["template"]["metadata"]["annotations"][manifests.BEHAVIOUR] = "image-pull-backoff"
+
+    started = time.monotonic()
+    result = apply(kubeconfig, namespace, missing, tmp_path)
+
+    assert result.returncode == 1
+    assert time.monotonic() - started < 30  # well before the 600 s progress deadline
+    assert "cannot pull its image (ImagePullBackOff)" in result.stdout + result.stderr
+    status = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
+    failure = next(c for c in status["status"]["conditions"] if c["type"] == "ReplicaFailure")
+    assert failure["reason"] == "NewPodsFailing"
+    assert sorted(replica_sets(cluster, namespace, "web").values())[0] == (1, 2, manifests.IMAGE)
