@@ -228,8 +228,10 @@ def has_timed_out(target: Target, status: RolloutStatus, now: float) -> bool:
     if target.progress_deadline_seconds is None:
         return False
     cond = status.condition(PROGRESSING)
-    if cond is None or cond.reason in (NEW_RS_AVAILABLE, TIMED_OUT):
-        return cond is not None and cond.reason == TIMED_OUT
+    if cond is None or cond.reason == NEW_RS_AVAILABLE:
+        return False
+    if cond.reason == TIMED_OUT:
+        return True
     return cond.last_update_time + target.progress_deadline_seconds < now
 
 
