@@ -36,7 +36,10 @@ spec:
     budget has room instead of every 5 seconds, honours Retry-After, reports
     which PDB blocks each pod with its healthy/needed counts, bounds
     concurrency, drains nodes in batches that wait for evicted workloads to be
-    available again, and prints a pre-flight plan.
+    available again, and prints a pre-flight plan. `apply`, `set image`,
+    `undo` and friends drive rolling updates from the client with the
+    Deployment controller's semantics, never past a PodDisruptionBudget, and
+    fail fast when new pods crash-loop or cannot pull their image.
   caveats: |
     This plugin is written in Python: it needs python3 >= 3.11 on your PATH.
 
@@ -46,6 +49,10 @@ spec:
         (delete pods with --disable-eviction)
       - list/watch poddisruptionbudgets, get daemonsets
       - create events (optional: drain steps are recorded on the node)
+    and, for client-side rollouts, in the workload's namespace:
+      - configmaps, replicasets and leases (coordination.k8s.io): all verbs
+      - list/watch pods and poddisruptionbudgets
+      - get/delete/create deployments (adopt and release only)
   platforms:
 """
 
