@@ -98,6 +98,8 @@ class RolloutDriver:
         self._wake = threading.Event()
         self._last_message = ""
         self._rolled_back_to: int | None = None
+        #: after a rollback, act only on a record at least this new
+        self._awaited_generation = 0
         #: PDB uid -> (status resourceVersion, disruptions already spent against it)
         self._spent: dict[str, tuple[str, int]] = {}
 
@@ -167,6 +169,8 @@ class RolloutDriver:
     def _sync(
         self, record: Record, all_rs: list[Any], pods: list[Any], pdbs: WatchedCollection | None
     ) -> RolloutResult | None:
+        if record.generation < self._awaited_generation:
+            return None  # our own spec change (a rollback) has not come back through the watch yet
         spec = record.spec
         mine = replica_sets.owned(all_rs, record)
         managed = [replica_sets.to_managed(rs) for rs in mine]
@@ -335,7 +339,8 @@ class RolloutDriver:
         previous = candidates[0]
         manifest = dict(record.manifest)
         manifest["spec"] = {**manifest["spec"], "template": replica_sets.template_of(previous)}
-        save_spec(self.cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
+        saved = save_spec(self.cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
+        self._awaited_generation = saved.generation
         revision = replica_sets.to_managed(previous).revision
         self._report_action(f"rolling back to revision {revision} ({previous.metadata.name})")
         return revision
