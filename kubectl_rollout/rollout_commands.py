@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,14 @@ from kubectl_rollout.interruptible import run_interruptibly
 from kubectl_rollout.rollout_driver import RolloutDriver, RolloutEvent, RolloutResult
 from kubectl_rollout.rollout_state import PAUSED as PAUSED_REASON
 from kubectl_rollout.rollout_state import RESUMED, condition, rollout_status_message, set_condition
-from kubectl_rollout.workload_lease import LeaseHeld
+from kubectl_rollout.watched_collection import WatchedCollection
+from kubectl_rollout.workload_lease import LEASE_SECONDS, LeaseHeld
 from kubectl_rollout.workload_record import (
     CHANGE_CAUSE,
     WORKLOAD_LABEL,
     Record,
     WorkloadNotFound,
+    from_config_map,
     read,
     record_name,
     save_spec,
@@ -353,6 +356,51 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
         _finish(ctx, _drive(cluster, cluster.namespace, name, drive))
 
 
+def _watch(cluster: Cluster, namespace: str, name: str, timeout: float | None) -> RolloutResult:
+    """Drive the rollout; while another driver holds the lease, follow the record's status instead."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    printed = ""
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return _drive(cluster, namespace, name, DriveOptions(timeout=left))
+        except LeaseHeld as held:
+            if not printed:
+                click.echo(held.message.split(";")[0] + "; following its progress", err=True)
+        records = WatchedCollection(
+            cluster.core.list_namespaced_config_map,
+            namespace=namespace,
+            field_selector=f"metadata.name={record_name(name)}",
+            description="the record",
+        )
+        records.start()
+        try:
+            # Follow until the rollout ends, or until the lease could have lapsed: then try to drive again.
+            until = time.monotonic() + LEASE_SECONDS
+            while time.monotonic() < until:
+                raw = records.get((namespace, record_name(name)))
+                if raw is None:
+                    return RolloutResult(succeeded=False, message=f'managed workload "{name}" was deleted')
+                record = from_config_map(raw)
+                message, done, failed = rollout_status_message(name, record.target(), record.status)
+                if message != printed:
+                    click.echo(message)
+                    printed = message
+                if done:
+                    return RolloutResult(succeeded=not failed, message=message)
+                if deadline is not None and time.monotonic() > deadline:
+                    return RolloutResult(succeeded=False, message=f"timed out after {timeout:g}s: {message}")
+                changed = partial(_changed, namespace=namespace, name=name, resource_version=record.resource_version)
+                records.wait_until(changed, 1.0, None)
+        finally:
+            records.stop()
+
+
+def _changed(records: WatchedCollection, namespace: str, name: str, resource_version: str) -> bool:
+    current = records.objects_locked().get((namespace, record_name(name)))
+    return current is None or current.metadata.resource_version != resource_version
+
+
 @click.command("status")
 @click.argument("name")
 @click.option("-w", "--watch", is_flag=True, help="Follow (and drive, if no one else does) until the rollout ends.")
@@ -365,12 +413,7 @@ def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None,
     cluster = open_cluster(ctx, **flags)
     record = read(cluster, cluster.namespace, name)
     if watch:
-        try:
-            result = _drive(cluster, record.namespace, name, DriveOptions(timeout=timeout))
-        except LeaseHeld as held:
-            click.echo(f"{held.message}", err=True)
-            ctx.exit(1)
-        _finish(ctx, result)
+        _finish(ctx, _watch(cluster, record.namespace, name, timeout))
         return
     message, _done, failed = rollout_status_message(name, record.target(), record.status)
     if output == "json":
