@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench_support import audit_requests, timed  # noqa: E402
 
 from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+from kubectl_rollout.watched_collection import WatchedCollection  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench-rollout"
 PLUGIN = Path(sys.executable).parent / "kubectl-rollout_plus"
@@ -63,11 +64,11 @@ def namespace(cluster: Cluster, name: str) -> None:
         time.sleep(0.1)
 
 
-def controller_done(cluster: Cluster, ns: str, name: str, replicas: int) -> bool:
-    d = cluster.apps.read_namespaced_deployment(name, ns)
+def controller_done(d: Any, replicas: int) -> bool:
     s = d.status
     return bool(
-        s.observed_generation == d.metadata.generation
+        s is not None
+        and s.observed_generation == d.metadata.generation
         and s.updated_replicas == replicas
         and s.replicas == replicas
         and (s.available_replicas or 0) == replicas
@@ -75,11 +76,22 @@ def controller_done(cluster: Cluster, ns: str, name: str, replicas: int) -> bool
 
 
 def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout: float = 1800) -> float:
+    """Seconds until the controller reports the rollout complete, seen through a watch (no polling lag)."""
     started = time.monotonic()
-    while not controller_done(cluster, ns, name, replicas):
-        if time.monotonic() - started > timeout:
-            raise SystemExit(f"the controller's rollout of {ns}/{name} did not finish in {timeout:.0f}s")
-        time.sleep(0.2)
+    collection = WatchedCollection(
+        cluster.apps.list_namespaced_deployment,
+        namespace=ns,
+        field_selector=f"metadata.name={name}",
+        description=f"deployment {name}",
+    ).start()
+    try:
+        done = collection.wait_until(
+            lambda c: any(controller_done(d, replicas) for d in c.objects_locked().values()), timeout, None
+        )
+    finally:
+        collection.stop()
+    if not done:
+        raise SystemExit(f"the controller's rollout of {ns}/{name} did not finish in {timeout:.0f}s")
     return time.monotonic() - started
 
 

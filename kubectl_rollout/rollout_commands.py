@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout import workload_adoption
 from kubectl_rollout import workload_replica_sets as replica_sets
@@ -41,6 +42,7 @@ from kubectl_rollout.workload_record import (
     CHANGE_CAUSE,
     WORKLOAD_LABEL,
     Record,
+    StaleRecord,
     WorkloadNotFound,
     from_config_map,
     read,
@@ -178,13 +180,28 @@ def _change(
     """
     drive = DriveOptions.pop_from(options)
     cluster = open_cluster(ctx, **options)
-    record = read(cluster, cluster.namespace, name)
-    manifest = copy.deepcopy(record.manifest)
-    mutate(manifest, record, cluster)
-    spec = parse_workload(manifest, default_namespace=record.namespace)
-    save_spec(cluster, manifest, spec, record)
+
+    def change(record: Record) -> Record:
+        manifest = copy.deepcopy(record.manifest)
+        mutate(manifest, record, cluster)
+        return save_spec(cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
+
+    record = _retrying_conflicts(cluster, cluster.namespace, name, change)
     if drive.wait:
         _finish(ctx, _drive(cluster, record.namespace, name, drive))
+
+
+def _retrying_conflicts(cluster: Cluster, namespace: str, name: str, change: Callable[[Record], Record]) -> Record:
+    """Apply ``change`` to a fresh read of the record; a running driver may write its status meanwhile."""
+    for _ in range(5):
+        try:
+            return change(read(cluster, namespace, name))
+        except StaleRecord:
+            continue
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    raise UserFacingError(f'managed workload "{name}" kept changing under us; try again')
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -320,16 +337,19 @@ def _set_paused(ctx: click.Context, name: str, paused: bool, flags: dict[str, An
         raise UsageError(
             f'workload "{name}" is already {state}' if paused else f'workload "{name}" is not paused; nothing to resume'
         )
-    manifest = copy.deepcopy(record.manifest)
-    manifest["spec"]["paused"] = paused
-    record = save_spec(cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
     reason, message = (PAUSED_REASON, "Deployment is paused") if paused else (RESUMED, "Deployment is resumed")
-    progressing = dataclasses.replace(condition("Progressing", True, reason, message, time.time()), status="Unknown")
-    save_status(
-        cluster,
-        record,
-        dataclasses.replace(record.status, conditions=set_condition(record.status.conditions, progressing)),
-    )
+
+    def change(record: Record) -> Record:
+        manifest = copy.deepcopy(record.manifest)
+        manifest["spec"]["paused"] = paused
+        record = save_spec(cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
+        progressing = dataclasses.replace(
+            condition("Progressing", True, reason, message, time.time()), status="Unknown"
+        )
+        conditions = set_condition(record.status.conditions, progressing)
+        return save_status(cluster, record, dataclasses.replace(record.status, conditions=conditions))
+
+    _retrying_conflicts(cluster, cluster.namespace, name, change)
     click.echo(f"workload/{name} {'paused' if paused else 'resumed'}")
 
 

@@ -44,7 +44,16 @@ from kubectl_rollout.rollout_state import (
 )
 from kubectl_rollout.watched_collection import WatchedCollection
 from kubectl_rollout.workload_lease import WorkloadLease
-from kubectl_rollout.workload_record import WORKLOAD_LABEL, Record, from_config_map, record_name, save_spec, save_status
+from kubectl_rollout.workload_record import (
+    WORKLOAD_LABEL,
+    Record,
+    StaleRecord,
+    from_config_map,
+    read,
+    record_name,
+    save_spec,
+    save_status,
+)
 from kubectl_rollout.workload_spec import parse_workload
 
 #: waiting reasons that mean a new pod will not start without a change to the workload
@@ -201,7 +210,11 @@ class RolloutDriver:
         for action in actions:
             status = self._apply(action, record, mine, status)
         if status != record.status:
-            record = save_status(self.cluster, record, status)
+            try:
+                record = save_status(self.cluster, record, status)
+            except StaleRecord:
+                return None  # the watch has not caught up with our last write; the next pass will
+
         message, done, failed = rollout_status_message(spec.name, target, status)
         self._report(message, mine, actions)
         if failed and self.auto_rollback and self._rolled_back_to is None:
@@ -328,6 +341,7 @@ class RolloutDriver:
 
     def _rollback(self, record: Record, mine: list[Any]) -> int | None:
         """Return to the newest revision other than the current one; None when there is none."""
+        record = read(self.cluster, record.namespace, record.name)  # fresh: the watch cache may lag
         current = replica_sets.template_hash(record.spec)
         candidates = sorted(
             (rs for rs in mine if (rs.metadata.annotations or {}).get(replica_sets.TEMPLATE_HASH) != current),

@@ -150,10 +150,27 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
     return from_config_map(replaced)
 
 
+class StaleRecord(Exception):
+    """The record changed since it was read: a status computed from it would overwrite newer news."""
+
+
 def save_status(cluster: Cluster, record: Record, status: RolloutStatus) -> Record:
-    """Write the status alone (a merge patch of one key, so a concurrent spec change is never lost)."""
-    patch = {"data": {"status": json.dumps(status.as_dict(), sort_keys=True)}}
-    patched = call_with_retry(
-        cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch
-    )
+    """Write the status alone (a merge patch of one key), only over the version it was computed from.
+
+    The resourceVersion in the patch is a precondition: a driver reading the
+    record from a watch cache that lags its own last write gets 409 instead of
+    writing an older status back (StaleRecord), and waits for the cache.
+    """
+    patch = {
+        "metadata": {"resourceVersion": record.resource_version},
+        "data": {"status": json.dumps(status.as_dict(), sort_keys=True)},
+    }
+    try:
+        patched = call_with_retry(
+            cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch
+        )
+    except ApiException as err:
+        if err.status == 409:
+            raise StaleRecord(record.name) from err
+        raise
     return from_config_map(patched)
