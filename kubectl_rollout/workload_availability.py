@@ -101,10 +101,15 @@ def wait_until_available(
     cancel ended the wait; an empty list on success.
     """
     collections: dict[tuple[str, str], WatchedCollection] = {}
+    # Every collection's watch sets it: one wait covers them all.
+    changed = threading.Event()
     try:
         for kind, namespace in {(w.kind, w.namespace) for w in workloads}:
             collections[(kind, namespace)] = WatchedCollection(
-                _list_func(cluster, kind), namespace=namespace, description=f"{kind}s in {namespace}"
+                _list_func(cluster, kind),
+                namespace=namespace,
+                description=f"{kind}s in {namespace}",
+                on_change=changed.set,
             ).start()
 
         def pending() -> set[WorkloadRef]:
@@ -123,10 +128,9 @@ def wait_until_available(
             remaining = None if deadline is None else deadline - time.monotonic()
             if (remaining is not None and remaining <= 0) or (cancel is not None and cancel.is_set()):
                 return describe(waiting, collections)
-            # Any of the collections may change; wait on one with a short
-            # timeout so that changes of the others are noticed soon too.
-            first = next(iter(collections.values()))
-            first.wait_until(lambda _c: not pending(), min(0.5, remaining) if remaining else 0.5, cancel)
+            # Woken by any watch; the 1 s cap only serves the cancel flag and the deadline.
+            changed.wait(min(1.0, remaining) if remaining is not None else 1.0)
+            changed.clear()
             waiting = pending()
         return []
     finally:

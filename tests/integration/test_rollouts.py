@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -64,6 +63,25 @@ def apply(
     path = tmp_path / f"{document['metadata']['name']}-{time.monotonic_ns()}.yaml"
     path.write_text(yaml.safe_dump(document))
     return run_plugin("apply", "-f", str(path), "-n", namespace, *args, kubeconfig=kubeconfig, timeout=timeout)
+
+
+def start_apply(kubeconfig: Path, namespace: str, document: dict[str, Any], tmp_path: Path) -> subprocess.Popen[str]:
+    """`apply` in the background: a driver the test can pause around, follow or kill."""
+    path = tmp_path / f"{document['metadata']['name']}-background.yaml"
+    path.write_text(yaml.safe_dump(document))
+    command = [
+        sys.executable,
+        "-m",
+        "kubectl_rollout",
+        "apply",
+        "-f",
+        str(path),
+        "-n",
+        namespace,
+        "--kubeconfig",
+        str(kubeconfig),
+    ]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def with_image(document: dict[str, Any], image: str) -> dict[str, Any]:
@@ -301,25 +319,7 @@ def test_pause_mid_rollout_then_resume_side_by_side(both: SideBySide) -> None:
     document = workload("web", 6, surge=1, unavailable=0, ready_after="2s")
     both.apply(document)
     both.watch()
-    path = both.tmp_path / "v2.yaml"
-    path.write_text(yaml.safe_dump(with_image(document, "registry.example/app:v2")))
-    driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubectl_rollout",
-            "apply",
-            "-f",
-            str(path),
-            "-n",
-            both.ours,
-            "--kubeconfig",
-            str(both.kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    driver = start_apply(both.kubeconfig, both.ours, with_image(document, "registry.example/app:v2"), both.tmp_path)
     watching.until(
         both.cluster.apps.list_namespaced_replica_set,
         lambda rs: rs.spec.template.spec.containers[0].image.endswith(":v2") and rs.spec.replicas >= 1,
@@ -402,25 +402,7 @@ def test_a_driver_killed_mid_rollout_is_finished_by_the_next_one(
 ) -> None:
     document = workload("web", 6, surge=1, unavailable=0, ready_after="2s")
     assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    path = tmp_path / "v2.yaml"
-    path.write_text(yaml.safe_dump(with_image(document, "registry.example/app:v2")))
-    driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubectl_rollout",
-            "apply",
-            "-f",
-            str(path),
-            "-n",
-            namespace,
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=os.environ.copy(),
-    )
+    driver = start_apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
     watching.until(
         cluster.apps.list_namespaced_replica_set,
         lambda rs: rs.spec.template.spec.containers[0].image.endswith(":v2") and rs.spec.replicas >= 2,
@@ -676,25 +658,7 @@ def test_status_watch_follows_a_rollout_another_driver_holds(
 ) -> None:
     document = workload("web", 4, surge=1, unavailable=0, ready_after="2s")
     assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    path = tmp_path / "v2.yaml"
-    path.write_text(yaml.safe_dump(with_image(document, "registry.example/app:v2")))
-    driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubectl_rollout",
-            "apply",
-            "-f",
-            str(path),
-            "-n",
-            namespace,
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    driver = start_apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
     watching.until(
         cluster.coordination.list_namespaced_lease,
         lambda lease: lease.metadata.name == "rollout-plus.web",
