@@ -130,17 +130,32 @@ def plan(
     )
 
 
+def _pods_held(rs: ManagedReplicaSet) -> int:
+    """The pods a ReplicaSet may still have: its spec, or more while the ReplicaSet controller catches up.
+
+    The controller counts spec.replicas only, so right after it shrinks an old
+    ReplicaSet it grows the new one while the old pods are not yet deleted, and
+    the namespace briefly holds more than replicas + maxSurge pods. Counting
+    status.replicas too (pods not yet marked for deletion) keeps maxSurge a
+    bound on pods, at the price of one ReplicaSet status round trip per step.
+    """
+    return max(rs.replicas, rs.current)
+
+
 def _rolling(
     spec: WorkloadSpec, new: ManagedReplicaSet | None, old: list[ManagedReplicaSet], next_revision: int, complete: bool
 ) -> list[Action]:
-    old_total = sum(rs.replicas for rs in old)
+    old_total = sum(_pods_held(rs) for rs in old)
     if new is None:
         size = new_replica_set_size(
             replicas=spec.replicas, surge=spec.max_surge, total_replicas=old_total, new_replicas=0
         )
         return [CreateReplicaSet(size, next_revision)]
     size = new_replica_set_size(
-        replicas=spec.replicas, surge=spec.max_surge, total_replicas=old_total + new.replicas, new_replicas=new.replicas
+        replicas=spec.replicas,
+        surge=spec.max_surge,
+        total_replicas=old_total + _pods_held(new),
+        new_replicas=new.replicas,
     )
     if size != new.replicas:
         return [ScaleReplicaSet(new.name, size)]

@@ -217,8 +217,9 @@ class SideBySide:
         for census in self.census:
             census.stop()
         ours, theirs = self.census
-        # Ours at the pod level. The server's controller bounds ReplicaSet replicas, not pods: the
-        # ReplicaSet controller removes old pods asynchronously, and CI once saw 8 pods for 5 + 2 there.
+        # maxSurge bounds pods on our side: the driver counts an old ReplicaSet's pods until they are
+        # marked for deletion. The server's controller bounds spec.replicas only and grows the new
+        # ReplicaSet while the old pods are still being deleted (CI saw 8 pods for 5 + 2 there).
         assert ours.most <= replicas + max_surge(replicas, surge, unavailable), (ours.namespace, ours.most)
         for census in (ours, theirs):
             assert census.fewest_ready is not None

@@ -63,11 +63,15 @@ def spec(
 class Simulation:
     """ReplicaSets that the planner drives and a toy ReplicaSet controller fills."""
 
-    def __init__(self, rses: list[ManagedReplicaSet], ready_after: int = 1) -> None:
+    def __init__(self, rses: list[ManagedReplicaSet], ready_after: int = 1, *, delete_lag: int = 0) -> None:
         self.rses = {rs.name: rs for rs in rses}
         self.ages: dict[str, list[int]] = {rs.name: [0] * rs.current for rs in rses}
         self.ready_after = ready_after
         self.clock = 10.0
+        #: pods of a shrunk ReplicaSet go this many ticks late, as the real ReplicaSet controller
+        #: deletes them asynchronously; meanwhile they still count in status.replicas
+        self.delete_lag = delete_lag
+        self._shrinking: dict[str, int] = {}
 
     def apply(self, actions: list[Any], target: WorkloadSpec, template_hash: str) -> None:
         for action in actions:
@@ -95,7 +99,12 @@ class Simulation:
     def tick(self) -> None:
         """The ReplicaSet controller: create or delete pods; pods age towards availability."""
         for name, rs in self.rses.items():
-            ages = [a + 1 for a in self.ages[name]][: rs.replicas]
+            ages = [a + 1 for a in self.ages[name]]
+            waited = self._shrinking.pop(name, 0)
+            if len(ages) > rs.replicas and waited < self.delete_lag:
+                self._shrinking[name] = waited + 1
+            else:
+                ages = ages[: rs.replicas]
             ages += [0] * (rs.replicas - len(ages))
             self.ages[name] = ages
             available = sum(1 for a in ages if a >= self.ready_after)
@@ -163,11 +172,12 @@ def v1(replicas: int, **kwargs: Any) -> ManagedReplicaSet:
         (1, 1, 0),
     ],
 )
+@pytest.mark.parametrize("delete_lag", [0, 1, 2], ids=["prompt-deletes", "deletes-1-late", "deletes-2-late"])
 def test_rolling_update_keeps_the_fenceposts_at_every_step(
-    replicas: int, surge: int | str, unavailable: int | str
+    replicas: int, surge: int | str, unavailable: int | str, delete_lag: int
 ) -> None:
     target = spec(replicas, surge, unavailable)
-    sim = Simulation([v1(replicas)])
+    sim = Simulation([v1(replicas)], delete_lag=delete_lag)
     top = replicas + max_surge(replicas, surge, unavailable)
     floor = replicas - max_unavailable(replicas, surge, unavailable)
     for _actions, total, available in run(sim, target, "v2"):
@@ -185,6 +195,28 @@ def test_first_steps_match_the_controller() -> None:
     assert steps[0] == [CreateReplicaSet(2, 2)]
     assert steps[1] == [ScaleReplicaSet("web-v1", 8)]
     assert steps[2] == [ScaleReplicaSet("web-v2", 4)]
+
+
+def test_pods_not_yet_deleted_hold_back_the_new_replica_set() -> None:
+    # The old ReplicaSet was shrunk to 8 but the ReplicaSet controller has not removed its
+    # pods yet: growing the new one now would run 12 pods for 10 + maxSurge 2.
+    target = spec(10, 2, 2)
+    old = dataclasses.replace(v1(10), replicas=8)
+    new = ManagedReplicaSet(
+        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2
+    )
+    held = plan(target, "v2", [old, new], status_replicas=12, old_pods_running=True, complete=False)
+    assert ScaleReplicaSet("web-v2", 4) not in held
+    assert held == [ScaleReplicaSet("web-v1", 6)]  # shrinking the old further stays within maxUnavailable
+    gone = plan(
+        target,
+        "v2",
+        [dataclasses.replace(old, current=8, available=8), new],
+        status_replicas=10,
+        old_pods_running=True,
+        complete=False,
+    )
+    assert gone == [ScaleReplicaSet("web-v2", 4)]
 
 
 def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set() -> None:
