@@ -57,9 +57,11 @@ class WatchedCollection:
         *,
         description: str,
         on_change: Callable[[], None] | None = None,
+        watch_seconds: int = WATCH_SECONDS,
         **list_kwargs: Any,
     ) -> None:
         self._list_func = list_func
+        self._watch_seconds = watch_seconds
         #: called (from the watch thread) after every change, e.g. to wake a loop watching several collections
         self._on_change = on_change
         self._list_kwargs = list_kwargs
@@ -72,6 +74,8 @@ class WatchedCollection:
         self._thread = threading.Thread(target=self._run, name=f"watch {description}", daemon=True)
         #: the last error that interrupted the watch, for diagnostics
         self.last_error: BaseException | None = None
+        #: bookmarks received: the server sends them about once a minute and before each watch ends
+        self.bookmarks = 0
 
     def start(self, *, wait_synced: float | None = 30.0) -> WatchedCollection:
         self._thread.start()
@@ -148,7 +152,7 @@ class WatchedCollection:
                 for event in self._watch.stream(
                     self._list_func,
                     resource_version=resource_version,
-                    timeout_seconds=WATCH_SECONDS,
+                    timeout_seconds=self._watch_seconds,
                     allow_watch_bookmarks=True,
                     **self._list_kwargs,
                 ):
@@ -156,6 +160,7 @@ class WatchedCollection:
                     if event["type"] == "BOOKMARK":
                         # Bookmarks arrive as plain dicts: the client does not deserialize them.
                         resource_version = obj["metadata"]["resourceVersion"]
+                        self.bookmarks += 1
                         continue
                     resource_version = obj.metadata.resource_version
                     with self._changed:
