@@ -166,7 +166,7 @@ class HumanPrinter:
     def _blocked_line(self, event: ev.EvictionBlocked) -> str:
         wait = max(0.0, event.next_try_by - time.time())
         where = f"pod {event.pod} (node {event.pod.node})"
-        tail = f"blocked since {_clock(event.since)}, attempt {event.attempts}"
+        tail = f"blocked since {_clock(event.since)}" + (f", attempt {event.attempts}" if event.attempts else "")
         if event.reason == "pdb-blocked":
             counts = ""
             if event.healthy is not None and event.needed is not None:

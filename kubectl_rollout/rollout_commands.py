@@ -33,6 +33,7 @@ from kubectl_rollout.cluster_access import Cluster
 from kubectl_rollout.durations import parse_duration
 from kubectl_rollout.errors import UsageError, UserFacingError
 from kubectl_rollout.interruptible import run_interruptibly
+from kubectl_rollout.restart_commands import restart_by_eviction
 from kubectl_rollout.rollout_driver import RolloutDriver, RolloutEvent, RolloutResult
 from kubectl_rollout.rollout_state import PAUSED as PAUSED_REASON
 from kubectl_rollout.rollout_state import RESUMED, condition, rollout_status_message, set_condition
@@ -315,12 +316,48 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
 
 
 @click.command("restart")
-@click.argument("name")
+@click.argument("name", metavar="NAME | KIND/NAME")
+@click.option(
+    "--grace-period",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="KIND/NAME only: seconds each evicted pod gets to stop; -1 uses the pod's own.",
+)
+@click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    show_default=True,
+    help="KIND/NAME only: client prints the order in which pods would go; server sends dry-run evictions.",
+)
 @_drive_options
 @global_options
 @click.pass_context
-def restart(ctx: click.Context, /, name: str, **options: Any) -> None:
-    """Replace every pod of managed workload NAME with a rolling update, as kubectl rollout restart does."""
+def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, **options: Any) -> None:
+    """Replace every pod of a workload.
+
+    NAME, a managed workload: a rolling update to a template with a new
+    restartedAt annotation, as kubectl rollout restart does.
+
+    KIND/NAME (deployment/, statefulset/ or daemonset/), a workload the plugin
+    does not own: its pods are evicted one at a time through the Eviction API,
+    so PodDisruptionBudgets decide, and the next pod goes only when the
+    workload has all its pods available again. No new revision is created.
+    """
+    if "/" in name:
+        restart_by_eviction(
+            ctx,
+            name,
+            timeout=options.pop("timeout"),
+            grace_period=grace_period,
+            dry_run=dry_run,
+            output=options.pop("output"),
+            **options,
+        )
+        return
+    if grace_period != -1 or dry_run != "none":
+        raise UsageError("--grace-period and --dry-run apply to KIND/NAME only (a workload restarted by eviction)")
 
     def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
         template = manifest["spec"]["template"].setdefault("metadata", {})

@@ -76,6 +76,26 @@ def test_a_blocked_pod_names_its_pdb_counts_and_timing() -> None:
     assert "retrying as soon as it has room, " in line
 
 
+def test_a_pod_queued_before_its_first_request_shows_no_attempt() -> None:
+    # The PDB visibly has no room, so the pod waits in line without spending a request.
+    now = time.time()
+    _, err = render(
+        ev.EvictionBlocked(
+            pod=POD,
+            reason="pdb-blocked",
+            message="",
+            pdb="shop/web",
+            healthy=2,
+            needed=2,
+            since=now,
+            attempts=0,
+            next_try_by=now + 30,
+        )
+    )
+    assert "allows no disruption now; blocked since " in err
+    assert "attempt" not in err
+
+
 def test_throttling_shows_retry_after() -> None:
     now = time.time()
     _, err = render(

@@ -1,0 +1,284 @@
+"""Restarting a workload the plugin does not own by evicting its pods, one at a time.
+
+``kubectl rollout restart`` changes the pod template, so the workload's
+controller rolls out a new revision and PodDisruptionBudgets play no part.
+Here each pod goes through the Eviction API (the PDB decides, as in a drain)
+and the next one goes only once the workload has as many available pods as it
+wants again: the replacement counts once it is Ready for the workload's
+minReadySeconds, which is how its controller counts availability. No new
+revision, no template change: the right tool to pick up a rotated Secret or to
+move pods off a bad node generation without a rollout.
+
+Order: StatefulSet pods from the highest ordinal down, as its controller
+updates them; Deployment pods oldest first; DaemonSet pods by node name.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout import restart_events as rev
+from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.drain_events import PodRef
+from kubectl_rollout.errors import UserFacingError
+from kubectl_rollout.label_selectors import selector_to_string
+from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.pod_filters import controller_of
+from kubectl_rollout.watched_collection import WatchedCollection
+
+KINDS = {
+    "deployment": "Deployment",
+    "deployments": "Deployment",
+    "deploy": "Deployment",
+    "statefulset": "StatefulSet",
+    "statefulsets": "StatefulSet",
+    "sts": "StatefulSet",
+    "daemonset": "DaemonSet",
+    "daemonsets": "DaemonSet",
+    "ds": "DaemonSet",
+}
+
+
+class RestartError(UserFacingError):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartTarget:
+    kind: str
+    name: str
+    namespace: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.lower()}/{self.name}"
+
+
+def parse_target(text: str, namespace: str) -> RestartTarget:
+    """``deployment/web`` (or sts/…, ds/…) in ``namespace``; a ValueError says what is accepted."""
+    kind, slash, name = text.partition("/")
+    if not slash or not name or kind.lower().split(".")[0] not in KINDS:
+        raise ValueError(
+            f'"{text}" is not a workload to restart by eviction: use deployment/NAME, statefulset/NAME or '
+            "daemonset/NAME (a managed workload is restarted by its NAME alone)"
+        )
+    return RestartTarget(kind=KINDS[kind.lower().split(".")[0]], name=name, namespace=namespace)
+
+
+def _ready_since(pod: Any) -> datetime | None:
+    for condition in (pod.status.conditions if pod.status else None) or []:
+        if condition.type == "Ready":
+            if condition.status != "True":
+                return None
+            return condition.last_transition_time or datetime.now(UTC)
+    return None
+
+
+def is_available(pod: Any, min_ready_seconds: int, now: datetime) -> bool:
+    """podutil.IsPodAvailable: Ready, not being deleted, and Ready for minReadySeconds."""
+    if pod.metadata.deletion_timestamp is not None:
+        return False
+    since = _ready_since(pod)
+    return since is not None and (min_ready_seconds == 0 or (now - since).total_seconds() >= min_ready_seconds)
+
+
+_ORDINAL = re.compile(r"-(\d+)$")
+
+
+def replacement_order(kind: str, pods: list[Any]) -> list[Any]:
+    """The order in which pods are replaced (see the module's docstring)."""
+    if kind == "StatefulSet":
+
+        def ordinal(pod: Any) -> int:
+            found = _ORDINAL.search(pod.metadata.name)
+            return int(found.group(1)) if found else -1
+
+        return sorted(pods, key=ordinal, reverse=True)
+    if kind == "DaemonSet":
+        return sorted(pods, key=lambda p: (p.spec.node_name or "", p.metadata.name))
+    return sorted(
+        pods, key=lambda p: (p.metadata.creation_timestamp or datetime.min.replace(tzinfo=UTC), p.metadata.name)
+    )
+
+
+class EvictionRestart:
+    def __init__(
+        self,
+        cluster: Cluster,
+        target: RestartTarget,
+        emit: Emit,
+        *,
+        settings: EvictionSettings,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.target = target
+        self.emit = emit
+        self.settings = settings
+        self.cancel = cancel or threading.Event()
+
+    # --- reading the workload ---------------------------------------------------------
+
+    def _read(self) -> Any:
+        read = {
+            "Deployment": self.cluster.apps.read_namespaced_deployment,
+            "StatefulSet": self.cluster.apps.read_namespaced_stateful_set,
+            "DaemonSet": self.cluster.apps.read_namespaced_daemon_set,
+        }[self.target.kind]
+        try:
+            return call_with_retry(read, self.target.name, self.target.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                raise RestartError(
+                    f'{self.target} not found in namespace "{self.target.namespace}"; nothing was changed. '
+                    f"List them with kubectl get {self.target.kind.lower()}s -n {self.target.namespace}"
+                ) from err
+            raise
+
+    def _desired(self, workload: Any) -> int:
+        if self.target.kind == "DaemonSet":
+            return int(workload.status.desired_number_scheduled or 0) if workload.status else 0
+        return int(workload.spec.replicas if workload.spec.replicas is not None else 1)
+
+    def _check_settled(self, workload: Any) -> None:
+        """Refuse to start mid-rollout or degraded: evicting then would only add to the disruption."""
+        status = workload.status
+        desired = self._desired(workload)
+        if status is None or (status.observed_generation or 0) < (workload.metadata.generation or 0):
+            problem = "its controller has not yet seen its latest change"
+        elif self.target.kind == "Deployment" and (status.updated_replicas or 0) < desired:
+            problem = f"it is rolling out ({status.updated_replicas or 0} of {desired} pods updated)"
+        elif self.target.kind == "StatefulSet" and status.current_revision != status.update_revision:
+            problem = f"it is rolling out (revision {status.current_revision} to {status.update_revision})"
+        elif self.target.kind == "DaemonSet" and (status.updated_number_scheduled or 0) < desired:
+            problem = f"it is rolling out ({status.updated_number_scheduled or 0} of {desired} pods updated)"
+        else:
+            available = status.number_available if self.target.kind == "DaemonSet" else status.available_replicas
+            if (available or 0) >= desired:
+                return
+            problem = f"only {available or 0} of {desired} pods are available"
+        raise RestartError(
+            f"{self.target} cannot be restarted now: {problem}; nothing was changed. "
+            f"Wait until kubectl rollout status {self.target} -n {self.target.namespace} succeeds, then retry"
+        )
+
+    def _owner_uids(self, workload: Any) -> set[str]:
+        """UIDs of the controllers whose pods belong to the workload (its ReplicaSets for a Deployment)."""
+        if self.target.kind != "Deployment":
+            return {workload.metadata.uid}
+        listing = call_with_retry(self.cluster.apps.list_namespaced_replica_set, self.target.namespace)
+        return {
+            rs.metadata.uid
+            for rs in listing.items
+            if (owner := controller_of(rs)) is not None and owner.uid == workload.metadata.uid
+        }
+
+    # --- running ----------------------------------------------------------------------
+
+    def run(self) -> rev.RestartFinished:
+        started = time.monotonic()
+        deadline = started + self.settings.timeout if self.settings.timeout > 0 else None
+        workload = self._read()
+        self._check_settled(workload)
+        desired = self._desired(workload)
+        min_ready = int(getattr(workload.spec, "min_ready_seconds", None) or 0)
+        owners = self._owner_uids(workload)
+        selector = selector_to_string(self.cluster.api_client.sanitize_for_serialization(workload.spec.selector))
+        pods = WatchedCollection(
+            self.cluster.core.list_namespaced_pod,
+            namespace=self.target.namespace,
+            label_selector=selector,
+            description=f"pods of {self.target}",
+        ).start()
+        evictor = PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel)
+        dry_run = self.settings.dry_run.value
+        replaced = 0
+        failure = ""
+        try:
+
+            def owned(pod: Any) -> bool:
+                owner = controller_of(pod)
+                return owner is not None and owner.uid in owners
+
+            plan = replacement_order(
+                self.target.kind, [p for p in pods.snapshot() if owned(p) and p.metadata.deletion_timestamp is None]
+            )
+            self.emit(
+                rev.RestartPlanned(
+                    workload=str(self.target),
+                    namespace=self.target.namespace,
+                    pods=tuple(p.metadata.name for p in plan),
+                    dry_run=dry_run,
+                )
+            )
+            for index, pod in enumerate(plan, start=1):
+                if self.settings.dry_run is DryRun.CLIENT:
+                    replaced += 1
+                    continue
+                if self.cancel.is_set():
+                    failure = "cancelled"
+                    break
+                ref = PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=pod.spec.node_name or "")
+                began = time.monotonic()
+                failure = evictor.remove(pod, ref, pods, deadline)
+                if failure:
+                    break
+                if self.settings.dry_run is DryRun.SERVER:
+                    replaced += 1
+                    continue
+                failure = self._wait_for_replacement(pods, ref, owned, desired, min_ready, deadline)
+                if failure:
+                    break
+                replaced += 1
+                self.emit(rev.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began))
+        finally:
+            evictor.close()
+            pods.stop()
+        finished = rev.RestartFinished(
+            workload=str(self.target),
+            namespace=self.target.namespace,
+            replaced=replaced,
+            failure=failure,
+            seconds=time.monotonic() - started,
+            dry_run=dry_run,
+        )
+        self.emit(finished)
+        return finished
+
+    def _wait_for_replacement(
+        self,
+        pods: WatchedCollection,
+        ref: PodRef,
+        owned: Any,
+        desired: int,
+        min_ready: int,
+        deadline: float | None,
+    ) -> str:
+        """Wait until the workload has ``desired`` available pods again; "" or why not."""
+        counted = [0]
+
+        def whole(collection: WatchedCollection) -> bool:
+            now = datetime.now(UTC)
+            live = [p for p in collection.objects_locked().values() if owned(p)]
+            counted[0] = sum(1 for p in live if is_available(p, min_ready, now))
+            return counted[0] >= desired
+
+        if pods.wait_until(whole, 0, self.cancel):
+            return ""
+        self.emit(rev.WaitingForReplacement(pod=ref, ready=counted[0], desired=desired))
+        left = None if deadline is None else deadline - time.monotonic()
+        if pods.wait_until(whole, left, self.cancel):
+            return ""
+        if self.cancel.is_set():
+            return "cancelled"
+        return (
+            f"the replacement of pod {ref} was not available within the timeout "
+            f"({counted[0]} of {desired} pods available); the remaining pods were left alone"
+        )

@@ -1,0 +1,383 @@
+"""Removing one pod: evict it with PDB-aware retries (or delete it), then wait until it is gone.
+
+Shared by the drain engine and the eviction-based restart. On a PDB 429 the
+pod queues on the PDB's watch and goes as soon as the budget has room (a
+capped backoff is only the safety net); each Retry-After is waited in full;
+several PDBs on one pod fail at once with their names; 404 or a new UID means
+done; a terminating namespace is handled as kubectl does. Deletion is awaited
+on a watch of the pods the caller already follows, not by polling.
+
+Progress goes out as ``drain_events`` through ``emit``.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import tenacity
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout import drain_events as ev
+from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.eviction_response import EvictionRefusal, Refusal, classify_refusal
+from kubectl_rollout.pdb_watch import PdbWatch, blocks
+from kubectl_rollout.pod_filters import deleted_long_ago
+from kubectl_rollout.retry_policy import RetryPolicy
+from kubectl_rollout.watched_collection import WatchedCollection
+
+Emit = Callable[[ev.Event], None]
+
+
+class DryRun(enum.Enum):
+    NONE = "none"
+    CLIENT = "client"
+    SERVER = "server"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvictionSettings:
+    #: seconds; -1 uses each pod's own terminationGracePeriodSeconds
+    grace_period: int = -1
+    #: delete pods instead of evicting them (ignores PDBs), kubectl's --disable-eviction
+    disable_eviction: bool = False
+    dry_run: DryRun = DryRun.NONE
+    #: stop waiting for a pod deleted longer ago than this (seconds; 0: always wait)
+    skip_wait_for_delete_timeout: int = 0
+    #: evictions in flight at once (requested, pod not gone yet); 0 means no limit
+    max_concurrent_evictions: int = 50
+    #: the caller's overall timeout in seconds, only to word the failure (0: none)
+    timeout: float = 0.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: watch the PodDisruptionBudgets of this namespace only ("": every namespace, as a drain must)
+    pdb_namespace: str = ""
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Refused(Exception):
+    def __init__(self, refusal: EvictionRefusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def qualified(obj: Any) -> str:
+    return f"{obj.metadata.namespace}/{obj.metadata.name}"
+
+
+class PodEvictor:
+    def __init__(
+        self,
+        cluster: Cluster,
+        options: EvictionSettings,
+        emit: Emit,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.emit = emit
+        self.cancel = cancel or threading.Event()
+        self._pdbs: PdbWatch | None = None
+        self._pdbs_lock = threading.Lock()
+        limit = options.max_concurrent_evictions
+        self._in_flight = threading.BoundedSemaphore(limit) if limit > 0 else None
+
+    def pdbs(self) -> PdbWatch:
+        """One watch on every PodDisruptionBudget, started on first use."""
+        # Eviction threads ask for it concurrently; exactly one watch must exist.
+        with self._pdbs_lock:
+            if self._pdbs is None:
+                namespace = self.options.pdb_namespace
+                collection = (
+                    WatchedCollection(
+                        self.cluster.policy.list_namespaced_pod_disruption_budget,
+                        namespace=namespace,
+                        description=f"PodDisruptionBudgets in {namespace}",
+                    )
+                    if namespace
+                    else WatchedCollection(
+                        self.cluster.policy.list_pod_disruption_budget_for_all_namespaces,
+                        description="PodDisruptionBudgets",
+                    )
+                ).start()
+                self._pdbs = PdbWatch(collection)
+            return self._pdbs
+
+    def close(self) -> None:
+        with self._pdbs_lock:
+            if self._pdbs is not None:
+                self._pdbs.collection.stop()
+                self._pdbs = None
+
+    @property
+    def method(self) -> str:
+        return "delete" if self.options.disable_eviction else "evict"
+
+    def _take_slot(self) -> None:
+        """--max-concurrent-evictions: a slot is held from the request until the pod is gone."""
+        if self._in_flight is not None:
+            self._in_flight.acquire()
+
+    def _release_slot(self) -> None:
+        if self._in_flight is not None:
+            self._in_flight.release()
+
+    def _delete_options(self, pod: Any) -> client.V1DeleteOptions:
+        options = client.V1DeleteOptions(
+            # The pod we judged, not a namesake created since (StatefulSets reuse names).
+            preconditions=client.V1Preconditions(uid=pod.metadata.uid),
+        )
+        if self.options.grace_period >= 0:
+            options.grace_period_seconds = self.options.grace_period
+        if self.options.dry_run is DryRun.SERVER:
+            options.dry_run = ["All"]
+        return options
+
+    def _request_removal(self, pod: Any) -> None:
+        namespace, name = pod.metadata.namespace, pod.metadata.name
+        try:
+            if self.options.disable_eviction:
+                self.cluster.core.delete_namespaced_pod(name, namespace, body=self._delete_options(pod))
+            else:
+                body = client.V1Eviction(
+                    metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+                    delete_options=self._delete_options(pod),
+                )
+                self.cluster.core.create_namespaced_pod_eviction(name, namespace, body)
+        except ApiException as err:
+            raise _Refused(classify_refusal(err.status, err.body, err.headers)) from err
+
+    def remove(self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None) -> str:
+        """Evict (or delete) one pod and wait until it is gone; returns "" or why it failed.
+
+        ``pods`` is a watched collection holding the pod (its node's pods, its workload's).
+        """
+        started = time.monotonic()
+        try:
+            gone = self._evict_with_retries(pod, ref, pods, deadline)
+            if gone:
+                self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started))
+                return ""
+            if self.options.dry_run is DryRun.SERVER:
+                self._release_slot()
+                return ""
+            return self._wait_until_gone(pod, ref, pods, deadline, started)
+        except _Timeout:
+            reason = f"global timeout reached: {self.options.timeout:g}s"
+        except _Cancelled:
+            reason = "cancelled"
+        except _Refused as refused:
+            reason = self._explain_failure(pod, refused.refusal)
+        except ApiException as err:
+            reason = f"{err.status} {err.reason}"
+        self.emit(ev.PodFailed(pod=ref, reason=reason))
+        return reason
+
+    def _explain_failure(self, pod: Any, refusal: EvictionRefusal) -> str:
+        if refusal.reason is Refusal.MULTIPLE_PDBS:
+            names = ", ".join(qualified(p) for p in self.pdbs().selecting(pod))
+            return (
+                f"pod {qualified(pod)} is selected by several PodDisruptionBudgets ({names}) and the eviction API "
+                "refuses such pods; make exactly one PDB select it (or use --disable-eviction, which ignores PDBs)"
+            )
+        return refusal.message
+
+    def _evict_with_retries(self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None) -> bool:
+        """True when the pod turned out to be gone already (no slot held); otherwise
+        the pod is terminating and an in-flight slot is held until it is gone."""
+        first_blocked: list[float] = []
+        last_refusal: list[EvictionRefusal] = []
+        #: a place in the PDB's line won while sleeping, used by the next attempt
+        admission: list[Callable[[bool], None]] = []
+        attempts = [0]
+        current = [pod]
+        pdbs = None if self.options.disable_eviction else self.pdbs()
+
+        def remaining() -> float | None:
+            return None if deadline is None else deadline - time.monotonic()
+
+        def wait_in_line(budget: Any) -> Callable[[bool], None] | None:
+            """Say who blocks the pod, then wait for the budget's room; the safety net's cap
+            bounds the wait, after which the server decides (a missed watch event costs no more)."""
+            if not first_blocked:
+                first_blocked.append(time.time())
+            left = remaining()
+            net = self.options.retry.max_backoff if left is None else min(left, self.options.retry.max_backoff)
+            status = budget.status
+            name = f"{budget.metadata.namespace}/{budget.metadata.name}"
+            self.emit(
+                ev.EvictionBlocked(
+                    pod=ref,
+                    reason=Refusal.PDB_BLOCKED.value,
+                    message=f"The disruption budget {budget.metadata.name} allows no disruption now",
+                    pdb=name,
+                    healthy=status.current_healthy if status else None,
+                    needed=status.desired_healthy if status else None,
+                    since=first_blocked[0],
+                    attempts=attempts[0],
+                    next_try_by=time.time() + net,
+                )
+            )
+            admitted = pdbs.wait_for_room(  # type: ignore[union-attr]
+                budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel
+            )
+            if admitted is None:
+                if self.cancel.is_set():
+                    raise _Cancelled
+                left = remaining()
+                if left is not None and left <= 0:
+                    raise _Timeout
+            return admitted
+
+        def attempt() -> None:
+            if self.cancel.is_set():
+                raise _Cancelled
+            left = remaining()
+            if left is not None and left <= 0:
+                raise _Timeout
+            # Queue for the PDB first when it visibly has no room, instead of
+            # spending a request on a refusal we can already see coming.
+            admitted = admission.pop() if admission else None
+            if admitted is None and pdbs is not None:
+                selecting = pdbs.selecting(current[0])
+                if len(selecting) == 1 and blocks(selecting[0], current[0]):
+                    admitted = wait_in_line(selecting[0])
+            attempts[0] += 1
+            self.emit(
+                ev.EvictionStarted(pod=ref, attempt=attempts[0], method=self.method, dry_run=self.options.dry_run.value)
+            )
+            self._take_slot()
+            try:
+                self._request_removal(current[0])
+            except _Refused:
+                self._release_slot()
+                if admitted is not None:
+                    admitted(False)
+                raise
+            if admitted is not None:
+                admitted(True)
+
+        def retryable(err: BaseException) -> bool:
+            if not isinstance(err, _Refused):
+                return False
+            refusal = err.refusal
+            if refusal.reason is Refusal.NAMESPACE_TERMINATING and current[0].metadata.deletion_timestamp:
+                return False  # already terminating: just wait for it to go, as kubectl does
+            return refusal.retryable
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            assert state.outcome is not None
+            refused = state.outcome.exception()
+            assert isinstance(refused, _Refused)
+            return self.options.retry.delay(refused.refusal, state.attempt_number)
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            assert state.outcome is not None
+            assert state.next_action is not None
+            refused = state.outcome.exception()
+            assert isinstance(refused, _Refused)
+            refusal = refused.refusal
+            last_refusal[:] = [refusal]
+            if not first_blocked:
+                first_blocked.append(time.time())
+            pdb_name = f"{pod.metadata.namespace}/{refusal.pdb_name}" if refusal.pdb_name else None
+            self.emit(
+                ev.EvictionBlocked(
+                    pod=ref,
+                    reason=refusal.reason.value,
+                    message=refusal.cause_message or refusal.message,
+                    pdb=pdb_name,
+                    healthy=refusal.healthy,
+                    needed=refusal.needed,
+                    since=first_blocked[0],
+                    attempts=attempts[0],
+                    next_try_by=time.time() + state.next_action.sleep,
+                    retry_after=refusal.retry_after,
+                )
+            )
+
+        def sleep(seconds: float) -> None:
+            refusal = last_refusal[0]
+            left = remaining()
+            if left is not None:
+                seconds = min(seconds, max(left, 0.0))
+            if refusal.reason is Refusal.PDB_BLOCKED and refusal.pdb_name and pdbs is not None:
+                # Woken in line by the PDB's watch as soon as it has room;
+                # `seconds` is only the safety net's backoff.
+                admitted = pdbs.wait_for_room(
+                    pod.metadata.namespace, refusal.pdb_name, timeout=seconds, cancel=self.cancel
+                )
+                if admitted is not None:
+                    admission.append(admitted)
+            else:
+                self.cancel.wait(seconds)
+            # Take the freshest pod, as kubectl does between attempts.
+            fresh = pods.get((pod.metadata.namespace, pod.metadata.name))
+            if fresh is not None and fresh.metadata.uid == pod.metadata.uid:
+                current[0] = fresh
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(retryable),
+            wait=wait,
+            sleep=sleep,
+            before_sleep=before_sleep,
+            stop=tenacity.stop_never,
+            reraise=True,
+        )
+        try:
+            retrying(attempt)
+        except _Refused as refused:
+            refusal = refused.refusal
+            if refusal.reason is Refusal.POD_GONE:
+                return True
+            if refusal.reason is Refusal.NAMESPACE_TERMINATING and current[0].metadata.deletion_timestamp:
+                # Terminating already: wait for it to go, holding a slot like any eviction in flight.
+                self._take_slot()
+                return False
+            raise
+        self.emit(ev.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run.value))
+        return False
+
+    def _wait_until_gone(
+        self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None, started: float
+    ) -> str:
+        key = (pod.metadata.namespace, pod.metadata.name)
+        skip_after = self.options.skip_wait_for_delete_timeout
+        skipped = [False]
+
+        def gone(collection: WatchedCollection) -> bool:
+            current = collection.objects_locked().get(key)
+            if current is None or current.metadata.uid != pod.metadata.uid:
+                return True
+            if deleted_long_ago(current, skip_after, datetime.now(UTC)):
+                skipped[0] = True
+                return True
+            return False
+
+        try:
+            left = None if deadline is None else deadline - time.monotonic()
+            done = pods.wait_until(gone, left, self.cancel)
+        finally:
+            self._release_slot()
+        if not done:
+            if self.cancel.is_set():
+                raise _Cancelled
+            raise _Timeout
+        if skipped[0]:
+            self.emit(ev.PodSkippedWaiting(pod=ref, seconds=skip_after))
+        else:
+            self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started))
+        return ""

@@ -1,0 +1,49 @@
+"""Progress events of the eviction-based restart, beside the eviction events it shares with drain.
+
+Same contract as ``drain_events``: typed, immutable, ``as_dict()`` for ``-o jsonl``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubectl_rollout.drain_events import Event, PodRef
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartPlanned(Event):
+    #: "deployment/NAME", "statefulset/NAME" or "daemonset/NAME"
+    workload: str
+    namespace: str
+    #: the pods, in the order they will be replaced
+    pods: tuple[str, ...]
+    dry_run: str = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingForReplacement(Event):
+    pod: PodRef
+    #: Ready pods of the workload (not being deleted) against the replicas it wants
+    ready: int
+    desired: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodReplaced(Event):
+    pod: PodRef
+    #: 1-based position in the plan, and the plan's length
+    index: int
+    total: int
+    #: from the eviction request until the workload was fully available again
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartFinished(Event):
+    workload: str
+    namespace: str
+    replaced: int
+    #: why the restart stopped early; empty when every pod was replaced
+    failure: str = ""
+    seconds: float = 0.0
+    dry_run: str = "none"

@@ -1,0 +1,38 @@
+"""Printing an eviction-based restart: the drain printer's eviction lines, plus the restart's own."""
+
+from __future__ import annotations
+
+from kubectl_rollout import drain_events as ev
+from kubectl_rollout import restart_events as rev
+from kubectl_rollout.drain_output import HumanPrinter
+
+
+def _dry(dry_run: str) -> str:
+    return {"client": " (dry run)", "server": " (server dry run)"}.get(dry_run, "")
+
+
+class RestartPrinter(HumanPrinter):
+    def _handle(self, event: ev.Event) -> None:
+        if isinstance(event, rev.RestartPlanned):
+            pods = ", ".join(event.pods) or "none"
+            self._write(
+                self.out, f"restarting {event.workload} by eviction, one pod at a time: {pods}{_dry(event.dry_run)}"
+            )
+        elif isinstance(event, rev.WaitingForReplacement):
+            self._write(
+                self.out, f"waiting for a replacement of {event.pod.name} ({event.ready}/{event.desired} available)"
+            )
+        elif isinstance(event, rev.PodReplaced):
+            self._write(self.out, f"pod/{event.pod.name} replaced ({event.index}/{event.total}, {event.seconds:.1f}s)")
+        elif isinstance(event, rev.RestartFinished):
+            self.close()
+            if event.failure:
+                self.err.write(
+                    f"error: {event.workload} restart stopped after {event.replaced} pods: {event.failure}\n"
+                )
+                self.err.flush()
+            else:
+                self.out.write(f"{event.workload} restarted: {event.replaced} pods replaced{_dry(event.dry_run)}\n")
+                self.out.flush()
+        else:
+            super()._handle(event)

@@ -1,0 +1,213 @@
+"""`kubectl rollout-plus restart KIND/NAME` (eviction-based) against the real control plane.
+
+A watch over every pod of the namespace runs throughout each restart and
+proves the workload never had fewer than all-but-one of its pods healthy,
+while every pod is replaced and no new revision appears.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import manifests
+import watching
+from invariants import HealthyPods
+from plugin import events, run_plugin
+
+from kubectl_rollout.cluster_access import Cluster
+
+
+def restart(kubeconfig: Path, namespace: str, *args: str, timeout: float = 180) -> Any:
+    return run_plugin("restart", *args, "-n", namespace, kubeconfig=kubeconfig, timeout=timeout)
+
+
+def uids(cluster: Cluster, namespace: str, app: str) -> dict[str, str]:
+    pods = cluster.core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+    return {p.metadata.uid: p.metadata.name for p in pods if p.metadata.deletion_timestamp is None}
+
+
+def deploy(cluster: Cluster, namespace: str, name: str, replicas: int, **kwargs: Any) -> None:
+    cluster.apps.create_namespaced_deployment(namespace, manifests.deployment(name, replicas=replicas, **kwargs))
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: d.metadata.name == name and (d.status.available_replicas or 0) == replicas,
+        namespace=namespace,
+        timeout=60,
+        what=f"deployment {name} available",
+    )
+
+
+def statefulset(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": manifests.pod_template(name, {manifests.READY_AFTER: "1s"}),
+        },
+    }
+
+
+def test_deployment_pods_are_replaced_one_at_a_time_without_a_new_revision(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 3, annotations={manifests.READY_AFTER: "1s"})
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        namespace, manifests.pdb("web", app="web", max_unavailable=1)
+    )
+    before = uids(cluster, namespace, "web")
+    replica_sets = [rs.metadata.name for rs in cluster.apps.list_namespaced_replica_set(namespace).items]
+    generation = cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation
+    watcher = HealthyPods(cluster, namespace).start()
+
+    result = restart(kubeconfig, namespace, "deployment/web", "-o", "jsonl")
+    watcher.settle({"web": 3})
+    minimum = watcher.stop()
+
+    assert result.returncode == 0, result.stderr
+    after = uids(cluster, namespace, "web")
+    assert len(after) == 3
+    assert not set(after) & set(before), (before, after)
+    assert minimum == {"web": 2}, minimum
+    assert [rs.metadata.name for rs in cluster.apps.list_namespaced_replica_set(namespace).items] == replica_sets
+    assert cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation == generation
+    kinds = [e["type"] for e in events(result)]
+    assert kinds[0] == "RestartPlanned"
+    assert kinds[-1] == "RestartFinished"
+    assert kinds.count("PodReplaced") == 3
+    # One at a time: each replacement is available before the next eviction starts.
+    evictions = [i for i, kind in enumerate(kinds) if kind == "EvictionStarted"]
+    replaced = [i for i, kind in enumerate(kinds) if kind == "PodReplaced"]
+    assert all(r < e for r, e in zip(replaced, evictions[1:], strict=False)), kinds
+
+
+def test_statefulset_pods_go_from_the_highest_ordinal_and_come_back_under_their_names(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    cluster.apps.create_namespaced_stateful_set(namespace, statefulset("db", 3))
+    watching.until(
+        cluster.apps.list_namespaced_stateful_set,
+        lambda s: s.metadata.name == "db" and (s.status.available_replicas or 0) == 3,
+        namespace=namespace,
+        timeout=60,
+        what="statefulset db available",
+    )
+    before = uids(cluster, namespace, "db")
+
+    result = restart(kubeconfig, namespace, "sts/db", "-o", "jsonl")
+
+    assert result.returncode == 0, result.stderr
+    order = [e["pod"]["name"] for e in events(result) if e["type"] == "PodReplaced"]
+    assert order == ["db-2", "db-1", "db-0"]
+    after = uids(cluster, namespace, "db")
+    assert sorted(after.values()) == ["db-0", "db-1", "db-2"]
+    assert not set(after) & set(before)
+
+
+def test_a_budget_that_allows_no_disruption_stops_the_restart_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 2)
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=2))
+    watching.until(
+        cluster.policy.list_namespaced_pod_disruption_budget,
+        lambda p: p.status is not None and p.status.expected_pods == 2,
+        namespace=namespace,
+        timeout=30,
+        what="the PDB's status",
+    )
+    before = uids(cluster, namespace, "web")
+
+    result = restart(kubeconfig, namespace, "deployment/web", "--timeout", "4s")
+
+    assert result.returncode == 1
+    assert f"PodDisruptionBudget {namespace}/web" in result.stderr, result.stderr
+    assert "restart stopped after 0 pods" in result.stderr, result.stderr
+    assert uids(cluster, namespace, "web") == before
+
+
+def test_dry_run_lists_the_order_and_changes_nothing(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    deploy(cluster, namespace, "web", 2)
+    before = uids(cluster, namespace, "web")
+
+    result = restart(kubeconfig, namespace, "deployment/web", "--dry-run=client")
+
+    assert result.returncode == 0, result.stderr
+    assert "restarting deployment/web by eviction" in result.stdout
+    assert "(dry run)" in result.stdout
+    assert all(name in result.stdout for name in before.values())
+    assert uids(cluster, namespace, "web") == before
+
+
+def test_bad_targets_are_refused_with_what_to_do(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    deploy(cluster, namespace, "web", 1)
+    before = uids(cluster, namespace, "web")
+
+    wrong_kind = restart(kubeconfig, namespace, "pod/web")
+    assert wrong_kind.returncode == 2
+    assert "use deployment/NAME, statefulset/NAME or daemonset/NAME" in wrong_kind.stderr
+
+    missing = restart(kubeconfig, namespace, "deployment/nope")
+    assert missing.returncode == 1
+    assert f'deployment/nope not found in namespace "{namespace}"' in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    managed_only = restart(kubeconfig, namespace, "deployment/web", "--auto-rollback")
+    assert managed_only.returncode == 2
+    assert "--auto-rollback applies only to managed workloads" in managed_only.stderr
+
+    assert uids(cluster, namespace, "web") == before
+
+
+def test_a_workload_mid_rollout_is_not_restarted(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    deploy(cluster, namespace, "web", 2)
+    cluster.apps.patch_namespaced_deployment(
+        "web",
+        namespace,
+        {"spec": {"template": {"metadata": {"annotations": {manifests.BEHAVIOUR: "never-ready"}}}}},
+    )
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: d.status.observed_generation == d.metadata.generation and (d.status.updated_replicas or 0) >= 1,
+        namespace=namespace,
+        timeout=30,
+        what="the rollout started",
+    )
+    before = uids(cluster, namespace, "web")
+
+    result = restart(kubeconfig, namespace, "deployment/web")
+
+    assert result.returncode == 1
+    assert "deployment/web cannot be restarted now: it is rolling out" in result.stderr, result.stderr
+    assert "kubectl rollout status deployment/web" in result.stderr
+    assert uids(cluster, namespace, "web") == before
+
+
+def test_daemonset_pods_are_replaced_node_by_node(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    cluster.apps.create_namespaced_daemon_set(namespace, manifests.daemonset("agent"))
+    watching.until(
+        cluster.apps.list_namespaced_daemon_set,
+        lambda d: (
+            d.status is not None
+            and (d.status.desired_number_scheduled or 0) > 0
+            and d.status.number_available == d.status.desired_number_scheduled
+        ),
+        namespace=namespace,
+        timeout=60,
+        what="daemonset agent available",
+    )
+    before = uids(cluster, namespace, "agent")
+
+    result = restart(kubeconfig, namespace, "daemonset/agent", "-o", "jsonl")
+
+    assert result.returncode == 0, result.stderr
+    nodes = [e["pod"]["node"] for e in events(result) if e["type"] == "PodReplaced"]
+    assert nodes == sorted(nodes)
+    assert len(nodes) == len(before)
+    after = uids(cluster, namespace, "agent")
+    assert len(after) == len(before)
+    assert not set(after) & set(before)
