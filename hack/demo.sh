@@ -2,7 +2,8 @@
 # The main job, live against the local cluster: three Deployments under PDBs
 # are packed onto one node, then `kubectl rollout-plus drain` (found by kubectl
 # on PATH as kubectl-rollout_plus) moves them off without breaking any budget;
-# then a managed workload is rolled out and updated by the plugin itself.
+# then one Deployment is restarted by eviction, and a managed workload is
+# rolled out and updated by the plugin itself.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KUBECONFIG=${1:-$root/.cluster/default/kubeconfig}
@@ -31,6 +32,9 @@ step "$kubectl" -n "$namespace" get pods -o wide
 step "$kubectl" rollout-plus drain "$target" --ignore-daemonsets
 step "$kubectl" -n "$namespace" get pods -o wide
 "$kubectl" uncordon "$target" >/dev/null
+
+# A restart by eviction: no new revision, the PDB decides, one pod at a time.
+step "$kubectl" rollout-plus restart deployment/api -n "$namespace"
 
 step "$kubectl" rollout-plus apply -f "$root/hack/demo/shop.yaml"
 step "$kubectl" rollout-plus set image shop -n "$namespace" shop=registry.example/shop:v2

@@ -9,15 +9,20 @@ minReadySeconds, which is how its controller counts availability. No new
 revision, no template change: the right tool to pick up a rotated Secret or to
 move pods off a bad node generation without a rollout.
 
+A workload mid-rollout or not fully available is waited for before the first
+eviction (its status, then its pods, must say it is whole).
+
 Order: StatefulSet pods from the highest ordinal down, as its controller
 updates them; Deployment pods oldest first; DaemonSet pods by node name.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -147,8 +152,46 @@ class EvictionRestart:
             return int(workload.status.desired_number_scheduled or 0) if workload.status else 0
         return int(workload.spec.replicas if workload.spec.replicas is not None else 1)
 
-    def _check_settled(self, workload: Any) -> None:
-        """Refuse to start mid-rollout or degraded: evicting then would only add to the disruption."""
+    def _wait_until_settled(self, workload: Any, deadline: float | None) -> Any:
+        """Start only from a workload that is neither mid-rollout nor degraded: evicting then would
+        only add to the disruption. Waits (announced, bounded by the timeout) for it to settle."""
+        problem = self._unsettled(workload)
+        if problem is None:
+            return workload
+        self.emit(rev.WaitingToStart(workload=str(self.target), namespace=self.target.namespace, reason=problem))
+        list_func = {
+            "Deployment": self.cluster.apps.list_namespaced_deployment,
+            "StatefulSet": self.cluster.apps.list_namespaced_stateful_set,
+            "DaemonSet": self.cluster.apps.list_namespaced_daemon_set,
+        }[self.target.kind]
+        watched = WatchedCollection(
+            list_func,
+            namespace=self.target.namespace,
+            field_selector=f"metadata.name={self.target.name}",
+            description=str(self.target),
+        ).start()
+        key = (self.target.namespace, self.target.name)
+        try:
+
+            def settled(collection: WatchedCollection) -> bool:
+                current = collection.objects_locked().get(key)
+                return current is not None and self._unsettled(current) is None
+
+            left = None if deadline is None else deadline - time.monotonic()
+            if watched.wait_until(settled, left, self.cancel):
+                return watched.get(key)
+            current = watched.get(key)
+        finally:
+            watched.stop()
+        if current is None:
+            raise RestartError(f"{self.target} was deleted before its restart began; nothing was changed")
+        raise RestartError(
+            f"{self.target} cannot be restarted now: {self._unsettled(current) or problem}; nothing was changed. "
+            f"Wait until kubectl rollout status {self.target} -n {self.target.namespace} succeeds, then retry"
+        )
+
+    def _unsettled(self, workload: Any) -> str | None:
+        """Why the workload is not ready for a restart, or None."""
         status = workload.status
         desired = self._desired(workload)
         if status is None or (status.observed_generation or 0) < (workload.metadata.generation or 0):
@@ -162,12 +205,9 @@ class EvictionRestart:
         else:
             available = status.number_available if self.target.kind == "DaemonSet" else status.available_replicas
             if (available or 0) >= desired:
-                return
+                return None
             problem = f"only {available or 0} of {desired} pods are available"
-        raise RestartError(
-            f"{self.target} cannot be restarted now: {problem}; nothing was changed. "
-            f"Wait until kubectl rollout status {self.target} -n {self.target.namespace} succeeds, then retry"
-        )
+        return problem
 
     def _owner_uids(self, workload: Any) -> set[str]:
         """UIDs of the controllers whose pods belong to the workload (its ReplicaSets for a Deployment)."""
@@ -185,8 +225,7 @@ class EvictionRestart:
     def run(self) -> rev.RestartFinished:
         started = time.monotonic()
         deadline = started + self.settings.timeout if self.settings.timeout > 0 else None
-        workload = self._read()
-        self._check_settled(workload)
+        workload = self._wait_until_settled(self._read(), deadline)
         desired = self._desired(workload)
         min_ready = int(getattr(workload.spec, "min_ready_seconds", None) or 0)
         owners = self._owner_uids(workload)
@@ -218,6 +257,29 @@ class EvictionRestart:
                     dry_run=dry_run,
                 )
             )
+            if self.settings.dry_run is not DryRun.CLIENT:
+                # The status said settled; the pods must agree before the first eviction.
+                short = self._wait_for_all_available(
+                    pods,
+                    owned,
+                    desired,
+                    min_ready,
+                    deadline,
+                    lambda n: self.emit(
+                        rev.WaitingToStart(
+                            workload=str(self.target),
+                            namespace=self.target.namespace,
+                            reason=f"{n} of {desired} pods available",
+                        )
+                    ),
+                )
+                if short is not None:
+                    failure = (
+                        "cancelled"
+                        if self.cancel.is_set()
+                        else (f"only {short} of {desired} pods were available within the timeout; no pod was evicted")
+                    )
+                    plan = []
             for index, pod in enumerate(plan, start=1):
                 if self.settings.dry_run is DryRun.CLIENT:
                     replaced += 1
@@ -233,8 +295,23 @@ class EvictionRestart:
                 if self.settings.dry_run is DryRun.SERVER:
                     replaced += 1
                     continue
-                failure = self._wait_for_replacement(pods, ref, owned, desired, min_ready, deadline)
-                if failure:
+                short = self._wait_for_all_available(
+                    pods,
+                    owned,
+                    desired,
+                    min_ready,
+                    deadline,
+                    functools.partial(self._announce_replacement, ref, desired),
+                )
+                if short is not None:
+                    failure = (
+                        "cancelled"
+                        if self.cancel.is_set()
+                        else (
+                            f"the replacement of pod {ref} was not available within the timeout "
+                            f"({short} of {desired} pods available); the remaining pods were left alone"
+                        )
+                    )
                     break
                 replaced += 1
                 self.emit(rev.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began))
@@ -252,16 +329,21 @@ class EvictionRestart:
         self.emit(finished)
         return finished
 
-    def _wait_for_replacement(
+    def _wait_for_all_available(
         self,
         pods: WatchedCollection,
-        ref: PodRef,
-        owned: Any,
+        owned: Callable[[Any], bool],
         desired: int,
         min_ready: int,
         deadline: float | None,
-    ) -> str:
-        """Wait until the workload has ``desired`` available pods again; "" or why not."""
+        announce: Callable[[int], None],
+    ) -> int | None:
+        """Wait until the workload has ``desired`` available pods; None then, else how many it had.
+
+        Counted from the pods themselves: the workload's status lags the
+        eviction it has just suffered. ``announce`` is told the count once, if
+        there is a wait at all.
+        """
         counted = [0]
 
         def whole(collection: WatchedCollection) -> bool:
@@ -271,14 +353,12 @@ class EvictionRestart:
             return counted[0] >= desired
 
         if pods.wait_until(whole, 0, self.cancel):
-            return ""
-        self.emit(rev.WaitingForReplacement(pod=ref, ready=counted[0], desired=desired))
+            return None
+        announce(counted[0])
         left = None if deadline is None else deadline - time.monotonic()
         if pods.wait_until(whole, left, self.cancel):
-            return ""
-        if self.cancel.is_set():
-            return "cancelled"
-        return (
-            f"the replacement of pod {ref} was not available within the timeout "
-            f"({counted[0]} of {desired} pods available); the remaining pods were left alone"
-        )
+            return None
+        return counted[0]
+
+    def _announce_replacement(self, ref: PodRef, desired: int, available: int) -> None:
+        self.emit(rev.WaitingForReplacement(pod=ref, ready=available, desired=desired))

@@ -21,6 +21,15 @@ class RestartPlanned(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WaitingToStart(Event):
+    """The workload is mid-rollout or degraded; the first eviction waits until it is not."""
+
+    workload: str
+    namespace: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class WaitingForReplacement(Event):
     pod: PodRef
     #: Ready pods of the workload (not being deleted) against the replicas it wants

@@ -18,6 +18,8 @@ class RestartPrinter(HumanPrinter):
             self._write(
                 self.out, f"restarting {event.workload} by eviction, one pod at a time: {pods}{_dry(event.dry_run)}"
             )
+        elif isinstance(event, rev.WaitingToStart):
+            self._write(self.out, f"waiting for {event.workload} to settle before the first eviction: {event.reason}")
         elif isinstance(event, rev.WaitingForReplacement):
             self._write(
                 self.out, f"waiting for a replacement of {event.pod.name} ({event.ready}/{event.desired} available)"

@@ -163,7 +163,9 @@ def test_bad_targets_are_refused_with_what_to_do(cluster: Cluster, namespace: st
     assert uids(cluster, namespace, "web") == before
 
 
-def test_a_workload_mid_rollout_is_not_restarted(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+def test_a_workload_mid_rollout_is_waited_for_then_left_alone_at_the_timeout(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
     deploy(cluster, namespace, "web", 2)
     cluster.apps.patch_namespaced_deployment(
         "web",
@@ -179,9 +181,10 @@ def test_a_workload_mid_rollout_is_not_restarted(cluster: Cluster, namespace: st
     )
     before = uids(cluster, namespace, "web")
 
-    result = restart(kubeconfig, namespace, "deployment/web")
+    result = restart(kubeconfig, namespace, "deployment/web", "--timeout", "3s")
 
     assert result.returncode == 1
+    assert "waiting for deployment/web to settle before the first eviction: it is rolling out" in result.stdout
     assert "deployment/web cannot be restarted now: it is rolling out" in result.stderr, result.stderr
     assert "kubectl rollout status deployment/web" in result.stderr
     assert uids(cluster, namespace, "web") == before
@@ -211,3 +214,23 @@ def test_daemonset_pods_are_replaced_node_by_node(cluster: Cluster, namespace: s
     after = uids(cluster, namespace, "agent")
     assert len(after) == len(before)
     assert not set(after) & set(before)
+
+
+def test_a_restart_begun_while_a_pod_is_missing_waits_for_it_first(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 3, annotations={manifests.READY_AFTER: "2s"})
+    victim = next(iter(uids(cluster, namespace, "web").values()))
+    watcher = HealthyPods(cluster, namespace).start()
+    cluster.core.delete_namespaced_pod(victim, namespace)
+
+    result = restart(kubeconfig, namespace, "deployment/web", "-o", "jsonl")
+    watcher.settle({"web": 3})
+    minimum = watcher.stop()
+
+    assert result.returncode == 0, result.stderr
+    kinds = [e["type"] for e in events(result)]
+    assert "WaitingToStart" in kinds
+    assert kinds.index("WaitingToStart") < kinds.index("EvictionStarted")
+    # Down to 2 by the deletion; the restart itself never took a second pod while one was missing.
+    assert minimum == {"web": 2}, minimum
