@@ -8,14 +8,16 @@ Behaviour follows ``kubectl drain`` (filters, wording, one node after another
 unless batched, nodes left cordoned on failure) and goes past it where it
 hurts: evictions retry when the PDB has room rather than every 5 s, each
 Retry-After is honoured, several PDBs on a pod fail fast with their names,
-deletion is awaited through one watch per node, not a poll per pod.
+deletion is awaited through one watch per node, not a poll per pod. The
+per-pod part (eviction, retries, waiting for the pod to go) is
+``pod_eviction.PodEvictor``, shared with the eviction-based restart.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +34,7 @@ from kubectl_rollout.eviction_order import eviction_order, priority_of
 from kubectl_rollout.node_events import record_node_event
 from kubectl_rollout.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.permissions import Permission, require
-from kubectl_rollout.pod_eviction import DryRun, EvictionSettings, PodEvictor, qualified
+from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvictor, qualified
 from kubectl_rollout.pod_filters import (
     DaemonSetLookup,
     FilterOptions,
@@ -46,8 +48,6 @@ from kubectl_rollout.pod_filters import (
 from kubectl_rollout.retry_policy import RetryPolicy
 from kubectl_rollout.watched_collection import WatchedCollection
 from kubectl_rollout.workload_availability import WorkloadRef, owning_workload, wait_until_available
-
-Emit = Callable[[ev.Event], None]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -183,6 +183,8 @@ class EvictionRestart:
             current = watched.get(key)
         finally:
             watched.stop()
+        if self.cancel.is_set():
+            raise RestartError(f"{self.target}: cancelled before the first eviction; nothing was changed")
         if current is None:
             raise RestartError(f"{self.target} was deleted before its restart began; nothing was changed")
         raise RestartError(

@@ -209,7 +209,7 @@ class PodEvictor:
         def remaining() -> float | None:
             return None if deadline is None else deadline - time.monotonic()
 
-        def wait_in_line(budget: Any) -> Callable[[bool], None] | None:
+        def wait_in_line(pdbs: PdbWatch, budget: Any) -> Callable[[bool], None] | None:
             """Say who blocks the pod, then wait for the budget's room; the safety net's cap
             bounds the wait, after which the server decides (a missed watch event costs no more)."""
             if not first_blocked:
@@ -231,7 +231,7 @@ class PodEvictor:
                     next_try_by=time.time() + net,
                 )
             )
-            admitted = pdbs.wait_for_room(  # type: ignore[union-attr]
+            admitted = pdbs.wait_for_room(
                 budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel
             )
             if admitted is None:
@@ -254,7 +254,7 @@ class PodEvictor:
             if admitted is None and pdbs is not None:
                 selecting = pdbs.selecting(current[0])
                 if len(selecting) == 1 and blocks(selecting[0], current[0]):
-                    admitted = wait_in_line(selecting[0])
+                    admitted = wait_in_line(pdbs, selecting[0])
             attempts[0] += 1
             self.emit(
                 ev.EvictionStarted(pod=ref, attempt=attempts[0], method=self.method, dry_run=self.options.dry_run.value)
