@@ -14,6 +14,10 @@ eviction (its status, then its pods, must say it is whole).
 
 Order: StatefulSet pods from the highest ordinal down, as its controller
 updates them; Deployment pods oldest first; DaemonSet pods by node name.
+
+A restart that stops early (timeout, PDB, Ctrl-C, a killed process) leaves a
+cutoff on the workload (``restart_record``); ``resume`` replaces only the pods
+that predate it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from kubectl_rollout.errors import UserFacingError
 from kubectl_rollout.label_selectors import selector_to_string
 from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvictor
 from kubectl_rollout.pod_filters import controller_of
+from kubectl_rollout.restart_record import cutoff_for, label_patch, predates, recorded_cutoff
 from kubectl_rollout.watched_collection import WatchedCollection
 
 KINDS = {
@@ -121,22 +126,25 @@ class EvictionRestart:
         emit: Emit,
         *,
         settings: EvictionSettings,
+        resume: bool = False,
         cancel: threading.Event | None = None,
     ) -> None:
         self.cluster = cluster
         self.target = target
         self.emit = emit
         self.settings = settings
+        self.resume = resume
         self.cancel = cancel or threading.Event()
 
     # --- reading the workload ---------------------------------------------------------
 
+    def _api(self, verb: str) -> Callable[..., Any]:
+        """The apps/v1 call ``verb`` ("read", "list", "patch") for the target's kind."""
+        resource = {"Deployment": "deployment", "StatefulSet": "stateful_set", "DaemonSet": "daemon_set"}
+        return getattr(self.cluster.apps, f"{verb}_namespaced_{resource[self.target.kind]}")  # type: ignore[no-any-return]
+
     def _read(self) -> Any:
-        read = {
-            "Deployment": self.cluster.apps.read_namespaced_deployment,
-            "StatefulSet": self.cluster.apps.read_namespaced_stateful_set,
-            "DaemonSet": self.cluster.apps.read_namespaced_daemon_set,
-        }[self.target.kind]
+        read = self._api("read")
         try:
             return call_with_retry(read, self.target.name, self.target.namespace)
         except ApiException as err:
@@ -159,13 +167,8 @@ class EvictionRestart:
         if problem is None:
             return workload
         self.emit(rev.WaitingToStart(workload=str(self.target), namespace=self.target.namespace, reason=problem))
-        list_func = {
-            "Deployment": self.cluster.apps.list_namespaced_deployment,
-            "StatefulSet": self.cluster.apps.list_namespaced_stateful_set,
-            "DaemonSet": self.cluster.apps.list_namespaced_daemon_set,
-        }[self.target.kind]
         watched = WatchedCollection(
-            list_func,
+            self._api("list"),
             namespace=self.target.namespace,
             field_selector=f"metadata.name={self.target.name}",
             description=str(self.target),
@@ -242,14 +245,19 @@ class EvictionRestart:
         dry_run = self.settings.dry_run.value
         replaced = 0
         failure = ""
+        earlier: datetime | None = None
+        wrote = False
         try:
 
             def owned(pod: Any) -> bool:
                 owner = controller_of(pod)
                 return owner is not None and owner.uid in owners
 
+            current = [p for p in pods.snapshot() if owned(p) and p.metadata.deletion_timestamp is None]
+            earlier = self._earlier_cutoff(workload)
+            cutoff = earlier if self.resume else cutoff_for(current)
             plan = replacement_order(
-                self.target.kind, [p for p in pods.snapshot() if owned(p) and p.metadata.deletion_timestamp is None]
+                self.target.kind, [p for p in current if cutoff is not None and predates(p, cutoff)]
             )
             self.emit(
                 rev.RestartPlanned(
@@ -257,6 +265,9 @@ class EvictionRestart:
                     namespace=self.target.namespace,
                     pods=tuple(p.metadata.name for p in plan),
                     dry_run=dry_run,
+                    resumed=self.resume,
+                    already_replaced=len(current) - len(plan),
+                    supersedes_unfinished=earlier is not None and not self.resume,
                 )
             )
             if self.settings.dry_run is not DryRun.CLIENT:
@@ -282,6 +293,10 @@ class EvictionRestart:
                         else (f"only {short} of {desired} pods were available within the timeout; no pod was evicted")
                     )
                     plan = []
+            if plan and cutoff is not None and self.settings.dry_run is DryRun.NONE and not self.resume:
+                if cutoff != earlier:
+                    self._record(cutoff)
+                wrote = True
             for index, pod in enumerate(plan, start=1):
                 if self.settings.dry_run is DryRun.CLIENT:
                     replaced += 1
@@ -320,6 +335,12 @@ class EvictionRestart:
         finally:
             evictor.close()
             pods.stop()
+        # The cutoff stays only while it saves work: after a failure, once some pod was replaced
+        # (by this run or by the one it resumes).
+        recorded = wrote or earlier is not None
+        if recorded and self.settings.dry_run is DryRun.NONE and (not failure or (wrote and replaced == 0)):
+            self._record(None)
+            recorded = False
         finished = rev.RestartFinished(
             workload=str(self.target),
             namespace=self.target.namespace,
@@ -327,9 +348,33 @@ class EvictionRestart:
             failure=failure,
             seconds=time.monotonic() - started,
             dry_run=dry_run,
+            resumable=recorded,
         )
         self.emit(finished)
         return finished
+
+    def _earlier_cutoff(self, workload: Any) -> datetime | None:
+        """The cutoff an unfinished restart left on the workload; required when resuming."""
+        try:
+            cutoff = recorded_cutoff(workload)
+        except ValueError as err:
+            if not self.resume:
+                return None  # a fresh restart overwrites it
+            raise RestartError(f"{self.target}: {err}; nothing was changed") from err
+        if cutoff is None and self.resume:
+            raise RestartError(
+                f"{self.target} has no unfinished restart to resume; nothing was changed. "
+                f"Start one with kubectl rollout-plus restart {self.target} -n {self.target.namespace}"
+            )
+        return cutoff
+
+    def _record(self, cutoff: datetime | None) -> None:
+        """Write (or, with None, remove) the restart's cutoff on the workload."""
+        try:
+            call_with_retry(self._api("patch"), self.target.name, self.target.namespace, label_patch(cutoff))
+        except ApiException as err:
+            if err.status != 404 or cutoff is not None:
+                raise
 
     def _wait_for_all_available(
         self,

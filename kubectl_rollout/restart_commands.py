@@ -21,7 +21,15 @@ MANAGED_ONLY = {"auto_rollback": False, "ignore_pdb": False, "fail_after_restart
 
 
 def restart_by_eviction(
-    ctx: click.Context, text: str, *, timeout: float | None, grace_period: int, dry_run: str, output: str, **flags: Any
+    ctx: click.Context,
+    text: str,
+    *,
+    timeout: float | None,
+    grace_period: int,
+    dry_run: str,
+    resume: bool,
+    output: str,
+    **flags: Any,
 ) -> None:
     """Replace the pods of an unmanaged workload one at a time through the Eviction API."""
     given = [name for name, default in MANAGED_ONLY.items() if flags.pop(name, default) != default]
@@ -39,7 +47,7 @@ def restart_by_eviction(
         grace_period=grace_period, dry_run=DryRun(dry_run), timeout=timeout or 0.0, pdb_namespace=target.namespace
     )
     printer = JsonLinesPrinter(sys.stdout) if output == "jsonl" else RestartPrinter(sys.stdout, sys.stderr)
-    engine = EvictionRestart(cluster, target, printer, settings=settings)
+    engine = EvictionRestart(cluster, target, printer, settings=settings, resume=resume)
     result = run_interruptibly(
         engine.run,
         engine.cancel,
@@ -62,4 +70,7 @@ def _require_permissions(cluster: Any, target: RestartTarget, dry_run: DryRun) -
         needed.append(Permission("list", "replicasets", group="apps", namespace=target.namespace))
     if dry_run is not DryRun.CLIENT:
         needed.append(Permission("create", "pods", subresource="eviction", namespace=target.namespace))
+    if dry_run is DryRun.NONE:
+        # the cutoff that makes a stopped restart resumable is an annotation on the workload
+        needed.append(Permission("patch", resource, group="apps", namespace=target.namespace))
     require(cluster, needed, action=f"kubectl rollout-plus restart {target}")

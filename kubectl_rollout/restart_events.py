@@ -18,6 +18,12 @@ class RestartPlanned(Event):
     #: the pods, in the order they will be replaced
     pods: tuple[str, ...]
     dry_run: str = "none"
+    #: continuing an unfinished restart (``--resume``): only pods older than its cutoff go
+    resumed: bool = False
+    #: pods left alone because the restart being resumed already replaced them
+    already_replaced: int = 0
+    #: an unfinished earlier restart was recorded on the workload; this one starts over
+    supersedes_unfinished: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,3 +62,5 @@ class RestartFinished(Event):
     failure: str = ""
     seconds: float = 0.0
     dry_run: str = "none"
+    #: the workload keeps a record of this unfinished restart: ``--resume`` continues it
+    resumable: bool = False

@@ -7,6 +7,10 @@ from kubectl_rollout import restart_events as rev
 from kubectl_rollout.drain_output import HumanPrinter
 
 
+def _pods(count: int) -> str:
+    return f"{count} pod" if count == 1 else f"{count} pods"
+
+
 def _dry(dry_run: str) -> str:
     return {"client": " (dry run)", "server": " (server dry run)"}.get(dry_run, "")
 
@@ -15,9 +19,18 @@ class RestartPrinter(HumanPrinter):
     def _handle(self, event: ev.Event) -> None:
         if isinstance(event, rev.RestartPlanned):
             pods = ", ".join(event.pods) or "none"
+            verb = "resuming the restart of" if event.resumed else "restarting"
+            done = f" ({event.already_replaced} already replaced)" if event.resumed else ""
             self._write(
-                self.out, f"restarting {event.workload} by eviction, one pod at a time: {pods}{_dry(event.dry_run)}"
+                self.out,
+                f"{verb} {event.workload} by eviction, one pod at a time: {pods}{done}{_dry(event.dry_run)}",
             )
+            if event.supersedes_unfinished:
+                self._write(
+                    self.err,
+                    f"warning: an earlier restart of {event.workload} stopped unfinished; this one starts over "
+                    "(--resume continues the earlier one instead)",
+                )
         elif isinstance(event, rev.WaitingToStart):
             self._write(self.out, f"waiting for {event.workload} to settle before the first eviction: {event.reason}")
         elif isinstance(event, rev.WaitingForReplacement):
@@ -30,11 +43,16 @@ class RestartPrinter(HumanPrinter):
             self.close()
             if event.failure:
                 self.err.write(
-                    f"error: {event.workload} restart stopped after {event.replaced} pods: {event.failure}\n"
+                    f"error: {event.workload} restart stopped after {_pods(event.replaced)}: {event.failure}\n"
                 )
+                if event.resumable:
+                    self.err.write(
+                        f"the pods replaced so far are recorded on {event.workload}: continue with "
+                        f"kubectl rollout-plus restart {event.workload} -n {event.namespace} --resume\n"
+                    )
                 self.err.flush()
             else:
-                self.out.write(f"{event.workload} restarted: {event.replaced} pods replaced{_dry(event.dry_run)}\n")
+                self.out.write(f"{event.workload} restarted: {_pods(event.replaced)} replaced{_dry(event.dry_run)}\n")
                 self.out.flush()
         else:
             super()._handle(event)

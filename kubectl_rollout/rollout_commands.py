@@ -331,10 +331,15 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
     show_default=True,
     help="KIND/NAME only: client prints the order in which pods would go; server sends dry-run evictions.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="KIND/NAME only: continue a restart that stopped early, replacing only the pods it had not replaced yet.",
+)
 @_drive_options
 @global_options
 @click.pass_context
-def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, **options: Any) -> None:
+def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, resume: bool, **options: Any) -> None:
     """Replace every pod of a workload.
 
     NAME, a managed workload: a rolling update to a template with a new
@@ -344,6 +349,8 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, *
     does not own: its pods are evicted one at a time through the Eviction API,
     so PodDisruptionBudgets decide, and the next pod goes only when the
     workload has all its pods available again. No new revision is created.
+    A restart that stops early records how far it got on the workload (the
+    label rollout-plus.kubectl.io/restart-cutoff); --resume continues it.
     """
     if "/" in name:
         restart_by_eviction(
@@ -352,12 +359,15 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, *
             timeout=options.pop("timeout"),
             grace_period=grace_period,
             dry_run=dry_run,
+            resume=resume,
             output=options.pop("output"),
             **options,
         )
         return
-    if grace_period != -1 or dry_run != "none":
-        raise UsageError("--grace-period and --dry-run apply to KIND/NAME only (a workload restarted by eviction)")
+    if grace_period != -1 or dry_run != "none" or resume:
+        raise UsageError(
+            "--grace-period, --dry-run and --resume apply to KIND/NAME only (a workload restarted by eviction)"
+        )
 
     def mutate(manifest: dict[str, Any], _record: Record, _cluster: Cluster) -> None:
         template = manifest["spec"]["template"].setdefault("metadata", {})

@@ -7,6 +7,9 @@ while every pod is replaced and no new revision appears.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from invariants import HealthyPods
 from plugin import events, run_plugin
 
 from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.restart_record import RESTART_CUTOFF
 
 
 def restart(kubeconfig: Path, namespace: str, *args: str, timeout: float = 180) -> Any:
@@ -127,7 +131,9 @@ def test_a_budget_that_allows_no_disruption_stops_the_restart_and_changes_nothin
     assert result.returncode == 1
     assert f"PodDisruptionBudget {namespace}/web" in result.stderr, result.stderr
     assert "restart stopped after 0 pods" in result.stderr, result.stderr
+    assert "--resume" not in result.stderr
     assert uids(cluster, namespace, "web") == before
+    assert RESTART_CUTOFF not in (cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {})
 
 
 def test_dry_run_lists_the_order_and_changes_nothing(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
@@ -234,3 +240,45 @@ def test_a_restart_begun_while_a_pod_is_missing_waits_for_it_first(
     assert kinds.index("WaitingToStart") < kinds.index("EvictionStarted")
     # Down to 2 by the deletion; the restart itself never took a second pod while one was missing.
     assert minimum == {"web": 2}, minimum
+
+
+def test_a_restart_killed_midway_resumes_without_replacing_a_pod_twice(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 4, annotations={manifests.READY_AFTER: "1s"})
+    original = uids(cluster, namespace, "web")
+    command = [sys.executable, "-m", "kubectl_rollout", "restart", "deployment/web", "-n", namespace, "-o", "jsonl"]
+    with subprocess.Popen([*command, "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, text=True) as first:
+        assert first.stdout is not None
+        for line in first.stdout:
+            if json.loads(line)["type"] == "PodReplaced":
+                first.kill()  # SIGKILL: no chance to clean up
+                break
+        first.wait(timeout=30)
+    generation = cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation
+    labels = cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {}
+    assert RESTART_CUTOFF in labels, labels
+    new_before_resume = set(uids(cluster, namespace, "web")) - set(original)
+    assert new_before_resume
+
+    result = restart(kubeconfig, namespace, "deployment/web", "--resume", "-o", "jsonl")
+
+    assert result.returncode == 0, result.stderr
+    planned = events(result)[0]
+    assert planned["type"] == "RestartPlanned", planned
+    assert planned["resumed"], planned
+    assert planned["already_replaced"] >= 1, planned
+    assert set(planned["pods"]) <= set(original.values()), planned
+    after = uids(cluster, namespace, "web")
+    assert len(after) == 4
+    assert not set(after) & set(original), "every original pod is replaced"
+    assert new_before_resume <= set(after), "no pod the first run created was replaced again"
+    assert cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation == generation
+    for rs in cluster.apps.list_namespaced_replica_set(namespace).items:
+        assert RESTART_CUTOFF not in {**(rs.metadata.labels or {}), **(rs.metadata.annotations or {})}
+    assert RESTART_CUTOFF not in (cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {})
+
+    again = restart(kubeconfig, namespace, "deployment/web", "--resume")
+    assert again.returncode == 1
+    assert "deployment/web has no unfinished restart to resume; nothing was changed" in again.stderr, again.stderr
+    assert uids(cluster, namespace, "web") == after

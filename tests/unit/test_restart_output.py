@@ -1,0 +1,67 @@
+"""The eviction-based restart's human output: what it will do, and how to go on when it stops early."""
+
+from __future__ import annotations
+
+import io
+
+from kubectl_rollout import drain_events as ev
+from kubectl_rollout import restart_events as rev
+from kubectl_rollout.restart_output import RestartPrinter
+
+POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
+
+
+def render(*events: ev.Event) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    printer = RestartPrinter(out, err, live=False)
+    for event in events:
+        printer(event)
+    return out.getvalue(), err.getvalue()
+
+
+def test_a_full_restart_names_the_order_and_each_replacement() -> None:
+    out, err = render(
+        rev.RestartPlanned(workload="deployment/web", namespace="shop", pods=("web-1", "web-2")),
+        rev.PodReplaced(pod=POD, index=1, total=2, seconds=1.25),
+        rev.RestartFinished(workload="deployment/web", namespace="shop", replaced=2),
+    )
+    assert out.splitlines() == [
+        "restarting deployment/web by eviction, one pod at a time: web-1, web-2",
+        "pod/web-1 replaced (1/2, 1.2s)",
+        "deployment/web restarted: 2 pods replaced",
+    ]
+    assert err == ""
+
+
+def test_a_restart_that_stops_after_replacing_pods_says_how_to_resume() -> None:
+    _, err = render(
+        rev.RestartFinished(
+            workload="deployment/web", namespace="shop", replaced=1, failure="cancelled", resumable=True
+        ),
+    )
+    assert err.splitlines() == [
+        "error: deployment/web restart stopped after 1 pod: cancelled",
+        "the pods replaced so far are recorded on deployment/web: continue with "
+        "kubectl rollout-plus restart deployment/web -n shop --resume",
+    ]
+
+
+def test_a_restart_that_replaced_nothing_does_not_offer_to_resume() -> None:
+    _, err = render(rev.RestartFinished(workload="sts/db", namespace="shop", replaced=0, failure="timeout"))
+    assert "--resume" not in err
+
+
+def test_resuming_counts_the_pods_already_replaced() -> None:
+    out, _ = render(
+        rev.RestartPlanned(
+            workload="deployment/web", namespace="shop", pods=("web-3",), resumed=True, already_replaced=2
+        ),
+    )
+    assert out == "resuming the restart of deployment/web by eviction, one pod at a time: web-3 (2 already replaced)\n"
+
+
+def test_starting_over_warns_that_an_earlier_restart_was_unfinished() -> None:
+    _, err = render(
+        rev.RestartPlanned(workload="deployment/web", namespace="shop", pods=("web-1",), supersedes_unfinished=True),
+    )
+    assert "an earlier restart of deployment/web stopped unfinished; this one starts over" in err
