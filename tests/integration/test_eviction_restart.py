@@ -282,3 +282,26 @@ def test_a_restart_killed_midway_resumes_without_replacing_a_pod_twice(
     assert again.returncode == 1
     assert "deployment/web has no unfinished restart to resume; nothing was changed" in again.stderr, again.stderr
     assert uids(cluster, namespace, "web") == after
+
+
+def test_a_viewer_is_told_which_permissions_a_restart_needs_and_nothing_changes(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 2)
+    before = uids(cluster, namespace, "web")
+
+    result = restart(kubeconfig, namespace, "deployment/web", "--context", "rollout-plus-viewer")
+
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert 'context "rollout-plus-viewer" may not' in lines[0]
+    assert f"create pods/eviction in namespace {namespace}" in lines[0]
+    assert f"patch deployments.apps in namespace {namespace}" in lines[0]
+    assert uids(cluster, namespace, "web") == before
+    assert RESTART_CUTOFF not in (cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {})
+
+    # a client-side dry run only reads, which a viewer may
+    dry = restart(kubeconfig, namespace, "deployment/web", "--context", "rollout-plus-viewer", "--dry-run=client")
+    assert dry.returncode == 0, dry.stderr
+    assert uids(cluster, namespace, "web") == before
