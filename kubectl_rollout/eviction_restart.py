@@ -17,7 +17,9 @@ updates them; Deployment pods oldest first; DaemonSet pods by node name.
 
 A restart that stops early (timeout, PDB, Ctrl-C, a killed process) leaves a
 cutoff on the workload (``restart_record``); ``resume`` replaces only the pods
-that predate it.
+that predate it. A Lease ``rollout-plus.restart.KIND.NAME`` keeps two restarts
+of one workload from running side by side; a restart that finds it held waits
+until it could have lapsed (its holder killed), then gives up if it was renewed.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvic
 from kubectl_rollout.pod_filters import controller_of
 from kubectl_rollout.restart_record import cutoff_for, label_patch, predates, recorded_cutoff
 from kubectl_rollout.watched_collection import WatchedCollection
+from kubectl_rollout.workload_lease import LeaseHeld, LeaseKeeper, WorkloadLease
 
 KINDS = {
     "deployment": "Deployment",
@@ -135,6 +138,7 @@ class EvictionRestart:
         self.settings = settings
         self.resume = resume
         self.cancel = cancel or threading.Event()
+        self._keeper: LeaseKeeper | None = None
 
     # --- reading the workload ---------------------------------------------------------
 
@@ -225,12 +229,62 @@ class EvictionRestart:
             if (owner := controller_of(rs)) is not None and owner.uid == workload.metadata.uid
         }
 
+    # --- one restart at a time -----------------------------------------------------------
+
+    def _hold_lease(self, deadline: float | None) -> LeaseKeeper:
+        """Take the workload's restart lease, waiting once for a holder that may have been killed."""
+        lease = WorkloadLease(
+            self.cluster,
+            self.target.namespace,
+            self.target.name,
+            lease_name=f"rollout-plus.restart.{self.target.kind.lower()}.{self.target.name}",
+            subject=f"{self.target} is being restarted",
+            advice=(
+                "two restarts of one workload must not run at once: wait for it to finish "
+                f"(if it was stopped, kubectl rollout-plus restart {self.target} -n {self.target.namespace} "
+                "--resume continues it)"
+            ),
+        )
+        keeper = LeaseKeeper(lease, self.cancel)
+        try:
+            return keeper.__enter__()
+        except LeaseHeld as held:
+            wait = lease.seconds_left() + 1.0
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0.0))
+            self.emit(
+                rev.WaitingToStart(
+                    workload=str(self.target),
+                    namespace=self.target.namespace,
+                    reason=f"another restart holds lease {lease.namespace}/{lease.name}; "
+                    f"waiting {wait:.0f}s to see whether it lapses ({held})",
+                )
+            )
+            if self.cancel.wait(wait):
+                raise RestartError(f"{self.target}: cancelled before the first eviction; nothing was changed") from held
+        return keeper.__enter__()
+
+    def _why_cancelled(self) -> str:
+        if self._keeper is not None and self._keeper.lost:
+            return f"lost the restart's lease, so another restart may be running: {self._keeper.lost}"
+        return "cancelled"
+
     # --- running ----------------------------------------------------------------------
 
     def run(self) -> rev.RestartFinished:
         started = time.monotonic()
         deadline = started + self.settings.timeout if self.settings.timeout > 0 else None
-        workload = self._wait_until_settled(self._read(), deadline)
+        workload = self._read()
+        if self.settings.dry_run is not DryRun.NONE:
+            return self._run(workload, started, deadline)
+        self._keeper = self._hold_lease(deadline)
+        try:
+            return self._run(workload, started, deadline)
+        finally:
+            self._keeper.__exit__(None, None, None)
+
+    def _run(self, workload: Any, started: float, deadline: float | None) -> rev.RestartFinished:
+        workload = self._wait_until_settled(workload, deadline)
         desired = self._desired(workload)
         min_ready = int(getattr(workload.spec, "min_ready_seconds", None) or 0)
         owners = self._owner_uids(workload)
@@ -288,7 +342,7 @@ class EvictionRestart:
                 )
                 if short is not None:
                     failure = (
-                        "cancelled"
+                        self._why_cancelled()
                         if self.cancel.is_set()
                         else (f"only {short} of {desired} pods were available within the timeout; no pod was evicted")
                     )
@@ -302,7 +356,7 @@ class EvictionRestart:
                     replaced += 1
                     continue
                 if self.cancel.is_set():
-                    failure = "cancelled"
+                    failure = self._why_cancelled()
                     break
                 ref = PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=pod.spec.node_name or "")
                 began = time.monotonic()
@@ -322,7 +376,7 @@ class EvictionRestart:
                 )
                 if short is not None:
                     failure = (
-                        "cancelled"
+                        self._why_cancelled()
                         if self.cancel.is_set()
                         else (
                             f"the replacement of pod {ref} was not available within the timeout "

@@ -71,6 +71,11 @@ def _require_permissions(cluster: Any, target: RestartTarget, dry_run: DryRun) -
     if dry_run is not DryRun.CLIENT:
         needed.append(Permission("create", "pods", subresource="eviction", namespace=target.namespace))
     if dry_run is DryRun.NONE:
-        # the cutoff that makes a stopped restart resumable is an annotation on the workload
+        # the cutoff that makes a stopped restart resumable is a label on the workload
         needed.append(Permission("patch", resource, group="apps", namespace=target.namespace))
+        # the lease that keeps a second restart of the workload from running beside this one
+        needed += [
+            Permission(verb, "leases", group="coordination.k8s.io", namespace=target.namespace)
+            for verb in ("get", "create", "update", "delete")
+        ]
     require(cluster, needed, action=f"kubectl rollout-plus restart {target}")

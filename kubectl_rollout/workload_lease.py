@@ -1,14 +1,17 @@
-"""One driver per managed workload: a coordination.k8s.io Lease ``rollout-plus.NAME``.
+"""One actor at a time on a workload: a coordination.k8s.io Lease.
 
-A driver holds the lease while it acts and renews it as it goes; another
-driver (another terminal, the agent, another machine) may take over only
-once the lease has expired, for example after the first one was killed.
+A managed workload's driver holds ``rollout-plus.NAME`` while it acts and
+renews it as it goes; another driver (another terminal, the agent, another
+machine) may take over only once the lease has expired, for example after the
+first one was killed. An eviction-based restart holds a lease of its own the
+same way (``LeaseKeeper`` renews it from a thread while the restart waits).
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -34,12 +37,25 @@ def identity() -> str:
 
 
 class WorkloadLease:
-    def __init__(self, cluster: Cluster, namespace: str, name: str, holder: str | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        name: str,
+        holder: str | None = None,
+        *,
+        lease_name: str | None = None,
+        subject: str | None = None,
+        advice: str = "wait for it to finish, or follow it with kubectl rollout-plus status -w",
+    ) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.workload = name
-        self.name = record_name(name)
+        self.name = lease_name or record_name(name)
         self.holder = holder or identity()
+        #: what the holder is doing ("... is being driven"), and what to do while it holds the lease
+        self.subject = subject or f'managed workload "{name}" is being driven'
+        self.advice = advice
         self._renewed = 0.0
 
     def _body(self, resource_version: str | None = None) -> client.V1Lease:
@@ -50,6 +66,19 @@ class WorkloadLease:
                 holder_identity=self.holder, lease_duration_seconds=LEASE_SECONDS, acquire_time=now, renew_time=now
             ),
         )
+
+    def seconds_left(self) -> float:
+        """How long until the lease as it stands now expires (0 when it is free or lapsed)."""
+        try:
+            current = call_with_retry(self.cluster.coordination.read_namespaced_lease, self.name, self.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return 0.0
+            raise
+        spec = current.spec
+        renewed = spec.renew_time or spec.acquire_time
+        expires = renewed.timestamp() + (spec.lease_duration_seconds or LEASE_SECONDS) if renewed else 0.0
+        return max(0.0, expires - time.time())
 
     def acquire(self) -> None:
         """Take the lease, or raise LeaseHeld naming who holds it and until when."""
@@ -67,9 +96,8 @@ class WorkloadLease:
         expires = renewed.timestamp() + (spec.lease_duration_seconds or LEASE_SECONDS) if renewed else 0.0
         if spec.holder_identity and spec.holder_identity != self.holder and expires > time.time():
             raise LeaseHeld(
-                f'managed workload "{self.workload}" is being driven by {spec.holder_identity} (lease '
-                f"{self.namespace}/{self.name} valid for {expires - time.time():.0f}s more); wait for it to finish, "
-                "or follow it with kubectl rollout-plus status -w"
+                f"{self.subject} by {spec.holder_identity} (lease "
+                f"{self.namespace}/{self.name} valid for {expires - time.time():.0f}s more); {self.advice}"
             )
         try:
             call_with_retry(
@@ -77,7 +105,7 @@ class WorkloadLease:
             )
         except ApiException as err:
             if err.status == 409:  # someone else took it between our read and write
-                raise LeaseHeld(f'managed workload "{self.workload}" was just taken over by another driver') from err
+                raise LeaseHeld(f"lease {self.namespace}/{self.name} was just taken by another process") from err
             raise
         self._renewed = time.monotonic()
 
@@ -99,3 +127,41 @@ class WorkloadLease:
                 )
         except ApiException:
             pass  # expiry frees it anyway
+
+
+class LeaseKeeper:
+    """Holds a lease from a thread, renewing it while the caller blocks in long waits.
+
+    Losing it (another actor took it over after it lapsed, say while this
+    process was stopped) sets ``lost`` and the caller's ``cancel``: two actors
+    must not go on side by side.
+    """
+
+    def __init__(self, lease: WorkloadLease, cancel: threading.Event) -> None:
+        self.lease = lease
+        self.cancel = cancel
+        self.lost = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name=f"lease-{lease.name}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self.lease.acquire()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if not self.lost:
+            self.lease.release()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(RENEW_EVERY):
+            try:
+                self.lease.renew()
+            except LeaseHeld as err:
+                self.lost = str(err)
+                self.cancel.set()
+                return
+            except ApiException:
+                continue  # a failed renewal is retried; the lease outlives a few of them

@@ -26,6 +26,12 @@ def restart(kubeconfig: Path, namespace: str, *args: str, timeout: float = 180) 
     return run_plugin("restart", *args, "-n", namespace, kubeconfig=kubeconfig, timeout=timeout)
 
 
+def restart_in_background(kubeconfig: Path, namespace: str, target: str) -> subprocess.Popen[str]:
+    """A restart whose ``-o jsonl`` events the test reads as they come."""
+    command = [sys.executable, "-m", "kubectl_rollout", "restart", target, "-n", namespace, "-o", "jsonl"]
+    return subprocess.Popen([*command, "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, text=True)
+
+
 def uids(cluster: Cluster, namespace: str, app: str) -> dict[str, str]:
     pods = cluster.core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
     return {p.metadata.uid: p.metadata.name for p in pods if p.metadata.deletion_timestamp is None}
@@ -247,8 +253,7 @@ def test_a_restart_killed_midway_resumes_without_replacing_a_pod_twice(
 ) -> None:
     deploy(cluster, namespace, "web", 4, annotations={manifests.READY_AFTER: "1s"})
     original = uids(cluster, namespace, "web")
-    command = [sys.executable, "-m", "kubectl_rollout", "restart", "deployment/web", "-n", namespace, "-o", "jsonl"]
-    with subprocess.Popen([*command, "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, text=True) as first:
+    with restart_in_background(kubeconfig, namespace, "deployment/web") as first:
         assert first.stdout is not None
         for line in first.stdout:
             if json.loads(line)["type"] == "PodReplaced":
@@ -264,7 +269,8 @@ def test_a_restart_killed_midway_resumes_without_replacing_a_pod_twice(
     result = restart(kubeconfig, namespace, "deployment/web", "--resume", "-o", "jsonl")
 
     assert result.returncode == 0, result.stderr
-    planned = events(result)[0]
+    # the killed run's lease is still valid for a few seconds: the resume waits it out
+    planned = next(e for e in events(result) if e["type"] == "RestartPlanned")
     assert planned["type"] == "RestartPlanned", planned
     assert planned["resumed"], planned
     assert planned["already_replaced"] >= 1, planned
@@ -305,3 +311,29 @@ def test_a_viewer_is_told_which_permissions_a_restart_needs_and_nothing_changes(
     dry = restart(kubeconfig, namespace, "deployment/web", "--context", "rollout-plus-viewer", "--dry-run=client")
     assert dry.returncode == 0, dry.stderr
     assert uids(cluster, namespace, "web") == before
+
+
+def test_a_second_restart_of_the_same_workload_waits_for_the_lease_then_refuses(
+    cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    deploy(cluster, namespace, "web", 4, annotations={manifests.READY_AFTER: "6s"})
+    original = uids(cluster, namespace, "web")
+    with restart_in_background(kubeconfig, namespace, "deployment/web") as first:
+        assert first.stdout is not None
+        for line in first.stdout:
+            if json.loads(line)["type"] == "EvictionStarted":
+                break
+
+        second = restart(kubeconfig, namespace, "deployment/web", "-o", "jsonl")
+
+        first_rest = first.stdout.read()
+        assert first.wait(timeout=120) == 0
+    assert second.returncode == 1
+    assert "deployment/web is being restarted by" in second.stderr, second.stderr
+    assert f"lease {namespace}/rollout-plus.restart.deployment.web" in second.stderr
+    assert [e["type"] for e in events(second)] == ["WaitingToStart"], second.stdout
+    assert '"type": "RestartFinished"' in first_rest
+    after = uids(cluster, namespace, "web")
+    assert len(after) == 4
+    assert not set(after) & set(original)
+    assert not cluster.coordination.list_namespaced_lease(namespace).items, "the lease is released at the end"
