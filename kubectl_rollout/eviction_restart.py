@@ -247,7 +247,7 @@ class EvictionRestart:
         )
         keeper = LeaseKeeper(lease, self.cancel)
         try:
-            return keeper.__enter__()
+            return keeper.start()
         except LeaseHeld as held:
             wait = lease.seconds_left() + 1.0
             if deadline is not None:
@@ -262,7 +262,7 @@ class EvictionRestart:
             )
             if self.cancel.wait(wait):
                 raise RestartError(f"{self.target}: cancelled before the first eviction; nothing was changed") from held
-        return keeper.__enter__()
+        return keeper.start()
 
     def _why_cancelled(self) -> str:
         if self._keeper is not None and self._keeper.lost:
@@ -281,7 +281,7 @@ class EvictionRestart:
         try:
             return self._run(workload, started, deadline)
         finally:
-            self._keeper.__exit__(None, None, None)
+            self._keeper.stop()
 
     def _run(self, workload: Any, started: float, deadline: float | None) -> rev.RestartFinished:
         workload = self._wait_until_settled(workload, deadline)

@@ -144,12 +144,14 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name=f"lease-{lease.name}", daemon=True)
 
-    def __enter__(self) -> LeaseKeeper:
+    def start(self) -> LeaseKeeper:
+        """Take the lease (LeaseHeld if another holds it) and begin renewing it."""
         self.lease.acquire()
         self._thread.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def stop(self) -> None:
+        """Stop renewing and give the lease back, unless it was lost to another."""
         self._stop.set()
         self._thread.join()
         if not self.lost:
