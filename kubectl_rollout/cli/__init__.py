@@ -1,0 +1,1 @@
+"""The command line (click only): options, commands, printers and exit codes."""

@@ -1,0 +1,1 @@
+"""The typed events of every job, in one envelope."""
