@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 
 from bench_support import audit_requests, timed  # noqa: E402
 
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench"
 KUBECTL = ROOT / ".bin" / "kubectl"

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_support import audit_requests, timed  # noqa: E402
 
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
-from kubectl_rollout.watched_collection import WatchedCollection  # noqa: E402
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+from kubectl_rollout.kube.watched_collection import WatchedCollection  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench-rollout"
 PLUGIN = Path(sys.executable).parent / "kubectl-rollout_plus"

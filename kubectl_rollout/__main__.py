@@ -1,5 +1,5 @@
 """`python -m kubectl_rollout` runs the plugin, as `kubectl rollout-plus` would."""
 
-from kubectl_rollout.cli import main
+from kubectl_rollout.cli.main import main
 
 main()

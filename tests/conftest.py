@@ -22,7 +22,7 @@ import pytest
 import watching
 from kubernetes import client
 
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_CLUSTER_DIR = ROOT / ".cluster" / "tests"

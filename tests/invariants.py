@@ -12,8 +12,8 @@ from typing import Any
 
 from kubernetes import watch
 
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.watched_collection import stop_watch
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.watched_collection import stop_watch
 
 
 def is_healthy(pod: Any) -> bool:

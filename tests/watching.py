@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import watch
 
-from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.kube.api_retry import call_with_retry
 
 
 def until(

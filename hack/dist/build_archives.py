@@ -46,7 +46,7 @@ if sys.version_info < (3, 11):
     sys.exit(
         "kubectl rollout-plus needs Python >= 3.11; found %d.%d at %s" % (sys.version_info[:2] + (sys.executable,))
     )
-from kubectl_rollout.cli import main
+from kubectl_rollout.cli.main import main
 
 main()
 '''

@@ -39,13 +39,11 @@ def cobra_candidates(command: click.Command, args: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def kubectl_complete() -> None:
-    """Console script ``kubectl_complete-rollout_plus``."""
-    from kubectl_rollout.cli import cli
-
+def kubectl_complete(command: click.Command) -> None:
+    """Answer kubectl's completion request in ``sys.argv`` for ``command`` (the whole command line)."""
     # Completion must never print a traceback into the user's prompt.
     try:
-        sys.stdout.write(cobra_candidates(cli, sys.argv[1:]))
+        sys.stdout.write(cobra_candidates(command, sys.argv[1:]))
     except Exception:
         sys.stdout.write(f":{NO_FILE_COMPLETION}\n")
 

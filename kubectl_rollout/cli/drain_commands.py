@@ -14,16 +14,16 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli_options import global_options, open_cluster, settings_from
-from kubectl_rollout.cluster_access import connect
-from kubectl_rollout.drain import DrainEngine, DrainOptions
-from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
-from kubectl_rollout.durations import parse_duration
-from kubectl_rollout.errors import UsageError
-from kubectl_rollout.interruptible import run_interruptibly
-from kubectl_rollout.label_selectors import validate_label_selector
-from kubectl_rollout.permissions import Permission, require
-from kubectl_rollout.pod_eviction import DryRun
+from kubectl_rollout.cli.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
+from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
+from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
+from kubectl_rollout.eviction.pod_evictor import DryRun
+from kubectl_rollout.kube.cluster_access import connect
+from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.errors import UsageError
+from kubectl_rollout.kube.label_selectors import validate_label_selector
+from kubectl_rollout.kube.permissions import Permission, require
 
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:

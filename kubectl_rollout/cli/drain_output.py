@@ -16,7 +16,7 @@ from collections import Counter
 from datetime import datetime
 from typing import TextIO
 
-from kubectl_rollout import drain_events as ev
+from kubectl_rollout.jobs.events import drain as ev
 
 
 def _dry(dry_run: str) -> str:

@@ -18,10 +18,10 @@ from typing import Any
 import click
 
 from kubectl_rollout import __version__
-from kubectl_rollout.cli_options import Group, global_options, open_cluster
-from kubectl_rollout.completion import invoked_for_completion, kubectl_complete, shell_source
-from kubectl_rollout.drain_commands import cordon, drain, uncordon
-from kubectl_rollout.rollout_commands import COMMANDS as ROLLOUT_COMMANDS
+from kubectl_rollout.cli.completion import invoked_for_completion, kubectl_complete, shell_source
+from kubectl_rollout.cli.drain_commands import cordon, drain, uncordon
+from kubectl_rollout.cli.options import Group, global_options, open_cluster
+from kubectl_rollout.cli.rollout_commands import COMMANDS as ROLLOUT_COMMANDS
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -100,10 +100,15 @@ cli.add_command(cordon)
 cli.add_command(uncordon)
 
 
+def complete() -> None:
+    """Console-script entry point ``kubectl_complete-rollout_plus``: kubectl's plugin completion."""
+    kubectl_complete(cli)
+
+
 def main() -> None:
     """Console-script entry point: ``kubectl-rollout_plus`` (or, linked, ``kubectl_complete-rollout_plus``)."""
     if invoked_for_completion():
-        kubectl_complete()
+        complete()
         return
     cli.main(prog_name="kubectl rollout-plus")
 

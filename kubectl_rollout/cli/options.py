@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 import click
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
-from kubectl_rollout.durations import parse_duration
-from kubectl_rollout.errors import UserFacingError
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
+from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.errors import UserFacingError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

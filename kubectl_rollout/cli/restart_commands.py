@@ -7,14 +7,14 @@ from typing import Any
 
 import click
 
-from kubectl_rollout.cli_options import open_cluster
-from kubectl_rollout.drain_output import JsonLinesPrinter
-from kubectl_rollout.errors import UsageError
-from kubectl_rollout.eviction_restart import EvictionRestart, RestartTarget, parse_target
-from kubectl_rollout.interruptible import run_interruptibly
-from kubectl_rollout.permissions import Permission, require
-from kubectl_rollout.pod_eviction import DryRun, EvictionSettings
-from kubectl_rollout.restart_output import RestartPrinter
+from kubectl_rollout.cli.drain_output import JsonLinesPrinter
+from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.options import open_cluster
+from kubectl_rollout.cli.restart_output import RestartPrinter
+from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings
+from kubectl_rollout.kube.errors import UsageError
+from kubectl_rollout.kube.permissions import Permission, require
+from kubectl_rollout.restart.engine import EvictionRestart, RestartTarget, parse_target
 
 #: options of the managed restart that mean nothing here, with their defaults
 MANAGED_ONLY = {"auto_rollback": False, "ignore_pdb": False, "fail_after_restarts": 3, "wait": True}

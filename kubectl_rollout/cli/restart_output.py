@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout import restart_events as rev
-from kubectl_rollout.drain_output import HumanPrinter
+from kubectl_rollout.cli.drain_output import HumanPrinter
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import restart as rev
 
 
 def _pods(count: int) -> str:

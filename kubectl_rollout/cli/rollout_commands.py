@@ -26,20 +26,18 @@ import click
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import workload_adoption
-from kubectl_rollout import workload_replica_sets as replica_sets
-from kubectl_rollout.cli_options import global_options, open_cluster
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.durations import parse_duration
-from kubectl_rollout.errors import UsageError, UserFacingError
-from kubectl_rollout.interruptible import run_interruptibly
-from kubectl_rollout.restart_commands import restart_by_eviction
-from kubectl_rollout.rollout_driver import RolloutDriver, RolloutEvent, RolloutResult
-from kubectl_rollout.rollout_state import PAUSED as PAUSED_REASON
-from kubectl_rollout.rollout_state import RESUMED, condition, rollout_status_message, set_condition
-from kubectl_rollout.watched_collection import WatchedCollection
-from kubectl_rollout.workload_lease import LEASE_SECONDS, LeaseHeld
-from kubectl_rollout.workload_record import (
+from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.options import global_options, open_cluster
+from kubectl_rollout.cli.restart_commands import restart_by_eviction
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
+from kubectl_rollout.rollout import adoption as workload_adoption
+from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.driver import RolloutDriver, RolloutEvent, RolloutResult
+from kubectl_rollout.rollout.record import (
     CHANGE_CAUSE,
     WORKLOAD_LABEL,
     Record,
@@ -51,7 +49,9 @@ from kubectl_rollout.workload_record import (
     save_spec,
     save_status,
 )
-from kubectl_rollout.workload_spec import InvalidManifest, parse_workload
+from kubectl_rollout.rollout.spec import InvalidManifest, parse_workload
+from kubectl_rollout.rollout.state import PAUSED as PAUSED_REASON
+from kubectl_rollout.rollout.state import RESUMED, condition, rollout_status_message, set_condition
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
 
 
 def is_cordoned(node: Any) -> bool:

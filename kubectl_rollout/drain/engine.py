@@ -25,29 +25,28 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.cordon import is_cordoned, set_cordoned
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.eviction_order import eviction_order, priority_of
-from kubectl_rollout.node_events import record_node_event
-from kubectl_rollout.pdb_watch import blocks, unhealthy_pod_may_go
-from kubectl_rollout.permissions import Permission, require
-from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvictor, qualified
-from kubectl_rollout.pod_filters import (
+from kubectl_rollout.drain.cordon import is_cordoned, set_cordoned
+from kubectl_rollout.drain.node_events import record_node_event
+from kubectl_rollout.drain.pod_filters import (
     DaemonSetLookup,
     FilterOptions,
-    controller_of,
-    is_daemonset_pod,
     judge,
     make_filters,
     summarize_errors,
     summarize_warnings,
 )
-from kubectl_rollout.retry_policy import RetryPolicy
-from kubectl_rollout.watched_collection import WatchedCollection
-from kubectl_rollout.workload_availability import WorkloadRef, owning_workload, wait_until_available
+from kubectl_rollout.drain.workload_availability import WorkloadRef, owning_workload, wait_until_available
+from kubectl_rollout.eviction.order import eviction_order, priority_of
+from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
+from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.eviction.retry_policy import RetryPolicy
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.permissions import Permission, require
+from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
+from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.kube.cluster_access import Cluster
 
 log = logging.getLogger(__name__)
 

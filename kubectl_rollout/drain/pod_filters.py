@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubectl_rollout.kube.pods import controller_of, deleted_long_ago, is_daemonset_pod, is_finished, qualified
+
 # kubectl's wording, kept so that scripts grepping kubectl's output keep working.
 DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
@@ -72,27 +74,6 @@ class DaemonSetLookup:
 
 
 PodFilter = Callable[[Any], Verdict]
-
-
-def controller_of(pod: Any) -> Any | None:
-    for ref in pod.metadata.owner_references or []:
-        if ref.controller:
-            return ref
-    return None
-
-
-def is_finished(pod: Any) -> bool:
-    return pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
-
-
-def is_daemonset_pod(pod: Any) -> bool:
-    ref = controller_of(pod)
-    return ref is not None and ref.kind == "DaemonSet" and ref.api_version == "apps/v1"
-
-
-def deleted_long_ago(pod: Any, timeout_seconds: int, now: datetime) -> bool:
-    deleted_at = pod.metadata.deletion_timestamp
-    return timeout_seconds > 0 and deleted_at is not None and int((now - deleted_at).total_seconds()) > timeout_seconds
 
 
 def make_filters(
@@ -153,16 +134,12 @@ def judge(pod: Any, filters: Iterable[PodFilter]) -> Verdict:
     return warning or OKAY
 
 
-def _pod_ref(pod: Any) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 def summarize_warnings(judged: Iterable[tuple[Any, Verdict]]) -> str:
     """kubectl's warning line: "MESSAGE: ns/a, ns/b; MESSAGE2: ns/c"."""
     grouped: dict[str, list[str]] = {}
     for pod, verdict in judged:
         if verdict.outcome is Outcome.WARNING:
-            grouped.setdefault(verdict.message, []).append(_pod_ref(pod))
+            grouped.setdefault(verdict.message, []).append(qualified(pod))
     return "; ".join(f"{message}: {', '.join(pods)}" for message, pods in grouped.items())
 
 
@@ -171,5 +148,5 @@ def summarize_errors(judged: Iterable[tuple[Any, Verdict]]) -> list[str]:
     grouped: dict[str, list[str]] = {}
     for pod, verdict in judged:
         if verdict.outcome is Outcome.ERROR:
-            grouped.setdefault(verdict.message or "unexpected error", []).append(_pod_ref(pod))
+            grouped.setdefault(verdict.message or "unexpected error", []).append(qualified(pod))
     return [f"cannot delete {message}: {', '.join(pods)}" for message, pods in grouped.items()]

@@ -16,10 +16,10 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.pod_filters import controller_of
-from kubectl_rollout.watched_collection import WatchedCollection
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.pods import controller_of
+from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 
 @dataclass(frozen=True, order=True)

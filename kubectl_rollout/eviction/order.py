@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kubectl_rollout.pod_filters import is_daemonset_pod
+from kubectl_rollout.kube.pods import is_daemonset_pod
 
 #: scheduling.SystemCriticalPriority: the threshold of the system-*-critical classes
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000

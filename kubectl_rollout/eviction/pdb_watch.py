@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_rollout.label_selectors import selector_matches
-from kubectl_rollout.watched_collection import Key, WatchedCollection
+from kubectl_rollout.kube.label_selectors import selector_matches
+from kubectl_rollout.kube.pods import is_ready
+from kubectl_rollout.kube.watched_collection import Key, WatchedCollection
 
 
 def has_room(pdb: Any) -> bool:
@@ -28,11 +29,6 @@ def has_room(pdb: Any) -> bool:
     return current and (status.disruptions_allowed or 0) > 0
 
 
-def pod_is_ready(pod: Any) -> bool:
-    conditions = pod.status.conditions if pod.status else None
-    return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
-
-
 def unhealthy_pod_may_go(pdb: Any, pod: Any) -> str | None:
     """Why the API server would evict this unready pod whatever the budget says, or None.
 
@@ -40,7 +36,7 @@ def unhealthy_pod_may_go(pdb: Any, pod: Any) -> str | None:
     so it may go when the PDB says AlwaysAllow, or (the default, IfHealthyBudget)
     when the application is not disrupted right now.
     """
-    if pod_is_ready(pod):
+    if is_ready(pod):
         return None
     if pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow":
         return "pod is not Ready and the PDB's unhealthyPodEvictionPolicy is AlwaysAllow"

@@ -24,13 +24,13 @@ import tenacity
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.eviction_response import EvictionRefusal, Refusal, classify_refusal
-from kubectl_rollout.pdb_watch import PdbWatch, blocks
-from kubectl_rollout.pod_filters import deleted_long_ago
-from kubectl_rollout.retry_policy import RetryPolicy
-from kubectl_rollout.watched_collection import WatchedCollection
+from kubectl_rollout.eviction.pdb_watch import PdbWatch, blocks
+from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
+from kubectl_rollout.eviction.retry_policy import RetryPolicy
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.pods import deleted_long_ago, qualified
+from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 Emit = Callable[[ev.Event], None]
 
@@ -71,10 +71,6 @@ class _Refused(Exception):
     def __init__(self, refusal: EvictionRefusal) -> None:
         super().__init__(refusal.message)
         self.refusal = refusal
-
-
-def qualified(obj: Any) -> str:
-    return f"{obj.metadata.namespace}/{obj.metadata.name}"
 
 
 class PodEvictor:

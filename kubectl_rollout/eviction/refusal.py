@@ -26,7 +26,8 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from kubectl_rollout.kube.api_retry import retry_after_seconds
 
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
@@ -76,18 +77,6 @@ class EvictionRefusal:
         )
 
 
-def _retry_after(headers: Mapping[str, str] | None, details: Mapping[str, Any]) -> float | None:
-    for key, value in (headers or {}).items():
-        if key.lower() == "retry-after":
-            try:
-                return float(value)
-            except ValueError:
-                # An HTTP date is legal too; the API server never sends one.
-                return None
-    seconds = details.get("retryAfterSeconds")
-    return float(seconds) if seconds else None
-
-
 def classify_refusal(status: int, body: str | bytes | None, headers: Mapping[str, str] | None) -> EvictionRefusal:
     """Read an error answer of ``POST pods/NAME/eviction``."""
     try:
@@ -99,7 +88,7 @@ def classify_refusal(status: int, body: str | bytes | None, headers: Mapping[str
     message = str(document.get("message") or body or "")
     details = document.get("details") or {}
     causes = details.get("causes") or []
-    retry_after = _retry_after(headers, details)
+    retry_after = retry_after_seconds(headers, details)
 
     # metav1.StatusCause serialises its Type field under the JSON key "reason".
     budget_causes = [c for c in causes if c.get("reason") == DISRUPTION_BUDGET_CAUSE]

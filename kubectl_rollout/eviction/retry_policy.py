@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from kubectl_rollout.eviction_response import EvictionRefusal, Refusal
+from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal
 
 
 @dataclass(frozen=True, kw_only=True)

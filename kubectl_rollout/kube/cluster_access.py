@@ -25,7 +25,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigMerger
 
 from kubectl_rollout import __version__
-from kubectl_rollout.errors import UserFacingError
+from kubectl_rollout.kube.errors import UserFacingError
 
 #: What to do when the local test cluster is not running (README, first command).
 LOCAL_CLUSTER_HINT = "start the local cluster with `make cluster-up` (or `make demo`) from a checkout"

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.errors import UserFacingError
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import urllib3
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.api_retry import call_with_retry
+from kubectl_rollout.kube.api_retry import call_with_retry
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,9 @@ from datetime import UTC, datetime
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.workload_record import record_name
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
 
 LEASE_SECONDS = 15
 RENEW_EVERY = 5.0
@@ -44,17 +43,17 @@ class WorkloadLease:
         name: str,
         holder: str | None = None,
         *,
-        lease_name: str | None = None,
-        subject: str | None = None,
-        advice: str = "wait for it to finish, or follow it with kubectl rollout-plus status -w",
+        lease_name: str,
+        subject: str,
+        advice: str,
     ) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.workload = name
-        self.name = lease_name or record_name(name)
+        self.name = lease_name
         self.holder = holder or identity()
         #: what the holder is doing ("... is being driven"), and what to do while it holds the lease
-        self.subject = subject or f'managed workload "{name}" is being driven'
+        self.subject = subject
         self.advice = advice
         self._renewed = 0.0
 

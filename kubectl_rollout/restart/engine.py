@@ -35,17 +35,17 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import restart_events as rev
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.drain_events import PodRef
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.label_selectors import selector_to_string
-from kubectl_rollout.pod_eviction import DryRun, Emit, EvictionSettings, PodEvictor
-from kubectl_rollout.pod_filters import controller_of
-from kubectl_rollout.restart_record import cutoff_for, label_patch, predates, recorded_cutoff
-from kubectl_rollout.watched_collection import WatchedCollection
-from kubectl_rollout.workload_lease import LeaseHeld, LeaseKeeper, WorkloadLease
+from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events.drain import PodRef
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.label_selectors import selector_to_string
+from kubectl_rollout.kube.pods import controller_of, is_available
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_lease import LeaseHeld, LeaseKeeper, WorkloadLease
+from kubectl_rollout.restart.record import cutoff_for, label_patch, predates, recorded_cutoff
 
 KINDS = {
     "deployment": "Deployment",
@@ -83,23 +83,6 @@ def parse_target(text: str, namespace: str) -> RestartTarget:
             "daemonset/NAME (a managed workload is restarted by its NAME alone)"
         )
     return RestartTarget(kind=KINDS[kind.lower().split(".")[0]], name=name, namespace=namespace)
-
-
-def _ready_since(pod: Any) -> datetime | None:
-    for condition in (pod.status.conditions if pod.status else None) or []:
-        if condition.type == "Ready":
-            if condition.status != "True":
-                return None
-            return condition.last_transition_time or datetime.now(UTC)
-    return None
-
-
-def is_available(pod: Any, min_ready_seconds: int, now: datetime) -> bool:
-    """podutil.IsPodAvailable: Ready, not being deleted, and Ready for minReadySeconds."""
-    if pod.metadata.deletion_timestamp is not None:
-        return False
-    since = _ready_since(pod)
-    return since is not None and (min_ready_seconds == 0 or (now - since).total_seconds() >= min_ready_seconds)
 
 
 _ORDINAL = re.compile(r"-(\d+)$")

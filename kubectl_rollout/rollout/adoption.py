@@ -16,14 +16,12 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import workload_replica_sets as replica_sets
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.pod_template_hash import HASH_LABEL, pod_template_hash
-from kubectl_rollout.rollout_state import RolloutStatus
-from kubectl_rollout.watched_collection import WatchedCollection
-from kubectl_rollout.workload_record import (
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.record import (
     WORKLOAD_LABEL,
     Record,
     exists,
@@ -32,7 +30,9 @@ from kubectl_rollout.workload_record import (
     save_spec,
     save_status,
 )
-from kubectl_rollout.workload_spec import parse_workload
+from kubectl_rollout.rollout.spec import parse_workload
+from kubectl_rollout.rollout.state import RolloutStatus
+from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash
 
 #: annotations the Deployment controller owns; they do not belong in a manifest
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision", "kubectl.kubernetes.io/last-applied-configuration")

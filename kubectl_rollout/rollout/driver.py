@@ -19,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_rollout import workload_replica_sets as replica_sets
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.label_selectors import selector_matches, selector_to_string
-from kubectl_rollout.pod_template_hash import HASH_LABEL
-from kubectl_rollout.rollout_plan import (
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_lease import WorkloadLease
+from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.plan import (
     Action,
     CreateReplicaSet,
     DeleteReplicaSet,
@@ -32,19 +33,7 @@ from kubectl_rollout.rollout_plan import (
     plan,
     split,
 )
-from kubectl_rollout.rollout_state import (
-    PODS_FAILING,
-    REPLICA_FAILURE,
-    RolloutStatus,
-    condition,
-    is_complete,
-    rollout_status_message,
-    set_condition,
-    sync_rollout_status,
-)
-from kubectl_rollout.watched_collection import WatchedCollection
-from kubectl_rollout.workload_lease import WorkloadLease
-from kubectl_rollout.workload_record import (
+from kubectl_rollout.rollout.record import (
     WORKLOAD_LABEL,
     Record,
     StaleRecord,
@@ -54,7 +43,18 @@ from kubectl_rollout.workload_record import (
     save_spec,
     save_status,
 )
-from kubectl_rollout.workload_spec import parse_workload
+from kubectl_rollout.rollout.spec import parse_workload
+from kubectl_rollout.rollout.state import (
+    PODS_FAILING,
+    REPLICA_FAILURE,
+    RolloutStatus,
+    condition,
+    is_complete,
+    rollout_status_message,
+    set_condition,
+    sync_rollout_status,
+)
+from kubectl_rollout.rollout.template_hash import HASH_LABEL
 
 #: waiting reasons that mean a new pod will not start without a change to the workload
 IMAGE_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
@@ -118,7 +118,14 @@ class RolloutDriver:
         ).start()
 
     def run(self) -> RolloutResult:
-        lease = WorkloadLease(self.cluster, self.namespace, self.name)
+        lease = WorkloadLease(
+            self.cluster,
+            self.namespace,
+            self.name,
+            lease_name=record_name(self.name),
+            subject=f'managed workload "{self.name}" is being driven',
+            advice="wait for it to finish, or follow it with kubectl rollout-plus status -w",
+        )
         lease.acquire()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         watches = [

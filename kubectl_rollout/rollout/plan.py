@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubectl_rollout.replica_math import (
+from kubectl_rollout.rollout.replica_math import (
     ReplicaSetState,
     max_surge,
     new_replica_set_size,
     old_replica_set_sizes,
     scale_sizes,
 )
-from kubectl_rollout.workload_spec import WorkloadSpec
+from kubectl_rollout.rollout.spec import WorkloadSpec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,11 +16,11 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.rollout_state import RolloutStatus, Target
-from kubectl_rollout.workload_spec import WorkloadSpec, parse_workload
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.rollout.spec import WorkloadSpec, parse_workload
+from kubectl_rollout.rollout.state import RolloutStatus, Target
 
 RECORD_PREFIX = "rollout-plus."
 MANAGED_BY = "app.kubernetes.io/managed-by"

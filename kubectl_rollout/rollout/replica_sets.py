@@ -17,13 +17,13 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.pod_template_hash import HASH_LABEL, pod_template_hash
-from kubectl_rollout.rollout_plan import ManagedReplicaSet, surge_annotation
-from kubectl_rollout.rollout_state import ReplicaSetView
-from kubectl_rollout.workload_record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
-from kubectl_rollout.workload_spec import WorkloadSpec
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.rollout.plan import ManagedReplicaSet, surge_annotation
+from kubectl_rollout.rollout.record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
+from kubectl_rollout.rollout.spec import WorkloadSpec
+from kubectl_rollout.rollout.state import ReplicaSetView
+from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

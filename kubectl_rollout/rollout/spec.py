@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_rollout.errors import UserFacingError
-from kubectl_rollout.label_selectors import selector_matches_dict
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.label_selectors import selector_matches_dict
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PERCENT = re.compile(r"^(\d+)%$")

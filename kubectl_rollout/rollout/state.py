@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubectl_rollout.replica_math import max_unavailable
+from kubectl_rollout.rollout.replica_math import max_unavailable
 
 PROGRESSING = "Progressing"
 AVAILABLE = "Available"

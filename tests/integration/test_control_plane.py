@@ -15,8 +15,8 @@ import pytest
 import watching
 from kubernetes import client, watch
 
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.eviction_response import Refusal, classify_refusal
+from kubectl_rollout.eviction.refusal import Refusal, classify_refusal
+from kubectl_rollout.kube.cluster_access import Cluster
 
 
 def _ready(pod: Any) -> bool:
@@ -285,7 +285,7 @@ def test_pod_deletion_honours_the_grace_period(cluster: Cluster, namespace: str)
 
 
 def test_restricted_user_is_refused(kubeconfig: Any, namespace: str) -> None:
-    from kubectl_rollout.cluster_access import ConnectionSettings, connect
+    from kubectl_rollout.kube.cluster_access import ConnectionSettings, connect
 
     viewer = connect(ConnectionSettings(kubeconfig=str(kubeconfig), context="rollout-plus-viewer"))
     try:

@@ -21,7 +21,7 @@ import pytest
 import watching
 
 from kubectl_rollout import __version__
-from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.kube.cluster_access import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".bin"

@@ -20,7 +20,7 @@ from invariants import HealthyPods
 from kubernetes import client
 from plugin import events, run_plugin
 
-from kubectl_rollout.cluster_access import Cluster
+from kubectl_rollout.kube.cluster_access import Cluster
 
 
 def deploy(

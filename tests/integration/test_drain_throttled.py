@@ -18,10 +18,10 @@ import pytest
 import watching
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout.api_retry import call_with_retry
-from kubectl_rollout.cluster_access import Cluster, ConnectionSettings, connect
-from kubectl_rollout.drain import DrainEngine, DrainOptions
+from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = ROOT / ".cluster" / "throttled"
@@ -99,7 +99,7 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
     refused_load: list[int] = []
     load = [threading.Thread(target=hammer, args=(throttled, stop, refused_load)) for _ in range(6)]
     engine = DrainEngine(throttled, DrainOptions(timeout=300), seen.append)
-    caplog.set_level(logging.INFO, logger="kubectl_rollout.api_retry")
+    caplog.set_level(logging.INFO, logger="kubectl_rollout.kube.api_retry")
     for thread in load:
         thread.start()
     try:

@@ -18,8 +18,8 @@ import watching
 from invariants import HealthyPods
 from plugin import events, run_plugin
 
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.restart_record import RESTART_CUTOFF
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.restart.record import RESTART_CUTOFF
 
 
 def restart(kubeconfig: Path, namespace: str, *args: str, timeout: float = 180) -> Any:

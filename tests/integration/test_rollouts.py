@@ -26,8 +26,8 @@ from invariants import PodCensus
 from kubernetes import client
 from plugin import run_plugin
 
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.replica_math import max_surge, max_unavailable
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
 
 
 def workload(
@@ -593,8 +593,8 @@ def test_replica_failure_from_a_quota_side_by_side(both: SideBySide) -> None:
 def test_a_replica_set_name_taken_by_another_template_is_a_collision(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    from kubectl_rollout.pod_template_hash import pod_template_hash
-    from kubectl_rollout.workload_spec import parse_workload
+    from kubectl_rollout.rollout.spec import parse_workload
+    from kubectl_rollout.rollout.template_hash import pod_template_hash
 
     document = workload("web", 2)
     spec = parse_workload(document, default_namespace=namespace)

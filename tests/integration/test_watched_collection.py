@@ -13,8 +13,8 @@ import time
 
 from kubernetes import client
 
-from kubectl_rollout.cluster_access import Cluster
-from kubectl_rollout.watched_collection import WatchedCollection
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 
 def _config_map(name: str) -> client.V1ConfigMap:

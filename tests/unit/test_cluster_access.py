@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from plugin import run_plugin
 
-from kubectl_rollout.cluster_access import ClusterAccessError, ConnectionSettings, connect, kubeconfig_paths
+from kubectl_rollout.kube.cluster_access import ClusterAccessError, ConnectionSettings, connect, kubeconfig_paths
 
 
 def write_kubeconfig(path: Path, *, contexts: dict[str, tuple[str, str | None]], current: str | None) -> Path:

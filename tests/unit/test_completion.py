@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.cli import cli
-from kubectl_rollout.completion import cobra_candidates, shell_source
+from kubectl_rollout.cli.completion import cobra_candidates, shell_source
+from kubectl_rollout.cli.main import cli
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import io
 import json
 import time
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout.drain_output import HumanPrinter, JsonLinesPrinter
+from kubectl_rollout.cli.drain_output import HumanPrinter, JsonLinesPrinter
+from kubectl_rollout.jobs.events import drain as ev
 
 POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.durations import parse_duration
+from kubectl_rollout.kube.durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from podmodels import pod
 
-from kubectl_rollout.eviction_order import eviction_order
+from kubectl_rollout.eviction.order import eviction_order
 
 
 def test_ordinary_pods_first_critical_later_daemonsets_last() -> None:

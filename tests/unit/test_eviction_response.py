@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_rollout.eviction_response import Refusal, classify_refusal
+from kubectl_rollout.eviction.refusal import Refusal, classify_refusal
 
 
 def status_body(
@@ -191,6 +191,6 @@ def test_classifies_each_answer(status: int, body: str, headers: dict[str, str],
     ],
 )
 def test_only_transient_refusals_are_retryable(reason: Refusal, retryable: bool) -> None:
-    from kubectl_rollout.eviction_response import EvictionRefusal
+    from kubectl_rollout.eviction.refusal import EvictionRefusal
 
     assert EvictionRefusal(reason=reason, status=0, message="").retryable is retryable

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_rollout.eviction_restart import is_available, parse_target, replacement_order
+from kubectl_rollout.kube.pods import is_available
+from kubectl_rollout.restart.engine import parse_target, replacement_order
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

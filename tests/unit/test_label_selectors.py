@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from kubectl_rollout.label_selectors import selector_matches, validate_label_selector
+from kubectl_rollout.kube.label_selectors import selector_matches, validate_label_selector
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from podmodels import pod
 
-from kubectl_rollout.pod_filters import (
+from kubectl_rollout.drain.pod_filters import (
     DAEMONSET_FATAL,
     DAEMONSET_WARNING,
     LOCAL_STORAGE_FATAL,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.replica_math import (
+from kubectl_rollout.rollout.replica_math import (
     ReplicaSetState,
     max_unavailable,
     new_replica_set_size,

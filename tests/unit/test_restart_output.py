@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from kubectl_rollout import drain_events as ev
-from kubectl_rollout import restart_events as rev
-from kubectl_rollout.restart_output import RestartPrinter
+from kubectl_rollout.cli.restart_output import RestartPrinter
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import restart as rev
 
 POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
 

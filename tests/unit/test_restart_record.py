@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kubectl_rollout.restart_record import (
+from kubectl_rollout.restart.record import (
     RESTART_CUTOFF,
     cutoff_for,
     format_cutoff,

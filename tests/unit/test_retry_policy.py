@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from kubectl_rollout.eviction_response import EvictionRefusal, Refusal
-from kubectl_rollout.retry_policy import RetryPolicy
+from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal
+from kubectl_rollout.eviction.retry_policy import RetryPolicy
 
 POLICY = RetryPolicy(initial_backoff=1.0, max_backoff=30.0, jitter=0.2, default_throttle_wait=1.0)
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_rollout.replica_math import max_surge, max_unavailable
-from kubectl_rollout.rollout_plan import (
+from kubectl_rollout.rollout.plan import (
     CreateReplicaSet,
     DeleteReplicaSet,
     ManagedReplicaSet,
@@ -22,7 +21,8 @@ from kubectl_rollout.rollout_plan import (
     SetRevision,
     plan,
 )
-from kubectl_rollout.workload_spec import WorkloadSpec, parse_workload
+from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
+from kubectl_rollout.rollout.spec import WorkloadSpec, parse_workload
 
 
 def spec(

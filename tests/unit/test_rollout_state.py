@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.rollout_state import (
+from kubectl_rollout.rollout.state import (
     AVAILABLE,
     NEW_RS_AVAILABLE,
     PROGRESSING,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_rollout.pod_template_hash import fnv1a_32, pod_template_hash, safe_encode
-from kubectl_rollout.workload_spec import InvalidManifest, parse_workload
+from kubectl_rollout.rollout.spec import InvalidManifest, parse_workload
+from kubectl_rollout.rollout.template_hash import fnv1a_32, pod_template_hash, safe_encode
 
 BASE: dict[str, Any] = {
     "apiVersion": "apps/v1",

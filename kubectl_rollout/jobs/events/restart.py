@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubectl_rollout.drain_events import Event, PodRef
+from kubectl_rollout.jobs.events.drain import Event, PodRef
 
 
 @dataclass(frozen=True, kw_only=True)
