@@ -14,11 +14,13 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli.drain_output import HumanPrinter, JsonLinesPrinter, plan_as_json, print_plan
+from kubectl_rollout.cli.drain_output import HumanPrinter, plan_as_json, print_plan
 from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
 from kubectl_rollout.eviction.pod_evictor import DryRun
+from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.kube.cluster_access import connect
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError
@@ -241,7 +243,10 @@ def drain(
     )
     cluster = open_cluster(ctx, **flags)
     printer = _printer(output)
-    engine = DrainEngine(cluster, options, printer)
+    stream = EventStream(
+        new_job_id(), printer if isinstance(printer, JsonLinesPrinter) else lambda envelope: printer(envelope.event)
+    )
+    engine = DrainEngine(cluster, options, stream.emit)
     try:
         # Permissions first: a restricted user learns what is missing, not just "forbidden".
         engine.check_permissions(by_selector=bool(selector), read_only=plan_only)
@@ -251,7 +256,7 @@ def drain(
             if output == "json":
                 click.echo(plan_as_json(plan))
             elif output == "jsonl":
-                printer(plan)
+                stream.emit(plan)
             else:
                 print_plan(plan, sys.stdout)
             if plan_only:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TextIO
 
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Event
 
 
 def _dry(dry_run: str) -> str:
@@ -25,19 +26,6 @@ def _dry(dry_run: str) -> str:
 
 def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch).strftime("%H:%M:%S")
-
-
-class JsonLinesPrinter:
-    """``-o jsonl``: one JSON object per event; the schema is drain_events' dataclasses."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self._lock = threading.Lock()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self._lock:
-            self.out.write(json.dumps(event.as_dict(), sort_keys=False) + "\n")
-            self.out.flush()
 
 
 def plan_as_json(plan: ev.DrainPlanned) -> str:
@@ -94,11 +82,11 @@ class HumanPrinter:
 
     # --- events --------------------------------------------------------------------
 
-    def __call__(self, event: ev.Event) -> None:
+    def __call__(self, event: Event) -> None:
         with self._lock:
             self._handle(event)
 
-    def _handle(self, event: ev.Event) -> None:
+    def _handle(self, event: Event) -> None:
         if isinstance(event, ev.NodeCordoned):
             verb = "cordoned" if event.changed else "already cordoned"
             self._write(self.out, f"node/{event.node} {verb}{_dry(event.dry_run)}")

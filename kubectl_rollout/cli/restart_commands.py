@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from kubectl_rollout.cli.drain_output import JsonLinesPrinter
 from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import open_cluster
 from kubectl_rollout.cli.restart_output import RestartPrinter
 from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings
+from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.permissions import Permission, require
 from kubectl_rollout.restart.engine import EvictionRestart, RestartTarget, parse_target
@@ -46,8 +47,12 @@ def restart_by_eviction(
     settings = EvictionSettings(
         grace_period=grace_period, dry_run=DryRun(dry_run), timeout=timeout or 0.0, pdb_namespace=target.namespace
     )
-    printer = JsonLinesPrinter(sys.stdout) if output == "jsonl" else RestartPrinter(sys.stdout, sys.stderr)
-    engine = EvictionRestart(cluster, target, printer, settings=settings, resume=resume)
+    if output == "jsonl":
+        stream = EventStream(new_job_id(), JsonLinesPrinter(sys.stdout))
+    else:
+        human = RestartPrinter(sys.stdout, sys.stderr)
+        stream = EventStream(new_job_id(), lambda envelope: human(envelope.event))
+    engine = EvictionRestart(cluster, target, stream.emit, settings=settings, resume=resume)
     result = run_interruptibly(
         engine.run,
         engine.cancel,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kubectl_rollout.cli.drain_output import HumanPrinter
-from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events.base import Event
 
 
 def _pods(count: int) -> str:
@@ -16,7 +16,7 @@ def _dry(dry_run: str) -> str:
 
 
 class RestartPrinter(HumanPrinter):
-    def _handle(self, event: ev.Event) -> None:
+    def _handle(self, event: Event) -> None:
         if isinstance(event, rev.RestartPlanned):
             pods = ", ".join(event.pods) or "none"
             verb = "resuming the restart of" if event.resumed else "restarting"

@@ -41,6 +41,7 @@ from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
@@ -87,8 +88,8 @@ class DrainError(UserFacingError):
     pass
 
 
-def _ref(pod: Any, node: str) -> ev.PodRef:
-    return ev.PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node)
+def _ref(pod: Any, node: str) -> PodRef:
+    return PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node)
 
 
 @dataclass

@@ -28,11 +28,12 @@ from kubectl_rollout.eviction.pdb_watch import PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import deleted_long_ago, qualified
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
-Emit = Callable[[ev.Event], None]
+Emit = Callable[[Event], None]
 
 
 class DryRun(enum.Enum):
@@ -156,7 +157,7 @@ class PodEvictor:
         except ApiException as err:
             raise _Refused(classify_refusal(err.status, err.body, err.headers)) from err
 
-    def remove(self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None) -> str:
+    def remove(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> str:
         """Evict (or delete) one pod and wait until it is gone; returns "" or why it failed.
 
         ``pods`` is a watched collection holding the pod (its node's pods, its workload's).
@@ -191,7 +192,7 @@ class PodEvictor:
             )
         return refusal.message
 
-    def _evict_with_retries(self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None) -> bool:
+    def _evict_with_retries(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> bool:
         """True when the pod turned out to be gone already (no slot held); otherwise
         the pod is terminating and an in-flight slot is held until it is gone."""
         first_blocked: list[float] = []
@@ -348,7 +349,7 @@ class PodEvictor:
         return False
 
     def _wait_until_gone(
-        self, pod: Any, ref: ev.PodRef, pods: WatchedCollection, deadline: float | None, started: float
+        self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None, started: float
     ) -> str:
         key = (pod.metadata.namespace, pod.metadata.name)
         skip_after = self.options.skip_wait_for_delete_timeout

@@ -37,7 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
 from kubectl_rollout.jobs.events import restart as rev
-from kubectl_rollout.jobs.events.drain import PodRef
+from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError

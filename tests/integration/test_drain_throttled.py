@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
@@ -94,7 +95,7 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
         namespace,
         manifests.pdb("web", app="web", max_unavailable=2),
     )
-    seen: list[ev.Event] = []
+    seen: list[Event] = []
     stop = threading.Event()
     refused_load: list[int] = []
     load = [threading.Thread(target=hammer, args=(throttled, stop, refused_load)) for _ in range(6)]

@@ -6,13 +6,16 @@ import io
 import json
 import time
 
-from kubectl_rollout.cli.drain_output import HumanPrinter, JsonLinesPrinter
+from kubectl_rollout.cli.drain_output import HumanPrinter
+from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.stream import EventStream
 
-POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
+POD = PodRef(namespace="shop", name="web-1", node="node-a")
 
 
-def render(*events: ev.Event, live: bool = False) -> tuple[str, str]:
+def render(*events: Event, live: bool = False) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     printer = HumanPrinter(out, err, live=live)
     for event in events:
@@ -129,12 +132,15 @@ def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
 
 def test_jsonl_is_one_object_per_event_with_type_and_time() -> None:
     out = io.StringIO()
-    printer = JsonLinesPrinter(out)
-    printer(ev.PodGone(pod=POD, after=1.5, at=0.0))
+    stream = EventStream("job1", JsonLinesPrinter(out), clock=lambda: 0.0)
+    stream.emit(ev.PodGone(pod=POD, after=1.5))
     (line,) = out.getvalue().splitlines()
     assert json.loads(line) == {
+        "schema": 1,
+        "job": "job1",
+        "seq": 1,
+        "at": "1970-01-01T00:00:00.000000Z",
         "type": "PodGone",
-        "at": "1970-01-01T00:00:00.000Z",
         "pod": {"namespace": "shop", "name": "web-1", "node": "node-a"},
         "after": 1.5,
     }

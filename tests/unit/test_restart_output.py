@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 
 from kubectl_rollout.cli.restart_output import RestartPrinter
-from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events.base import Event, PodRef
 
-POD = ev.PodRef(namespace="shop", name="web-1", node="node-a")
+POD = PodRef(namespace="shop", name="web-1", node="node-a")
 
 
-def render(*events: ev.Event) -> tuple[str, str]:
+def render(*events: Event) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     printer = RestartPrinter(out, err, live=False)
     for event in events:

@@ -1,39 +1,10 @@
-"""The drain engine's progress events: typed, immutable, and serialisable.
-
-Every front end consumes the same stream: the human printer, ``-o jsonl``
-(one ``as_dict()`` per line), the agent's journal and the TUI. The JSON form
-is ``{"type": <class name>, "at": <RFC 3339 time>, ...fields}``; fields are
-documented on each class and never removed within a major version.
-"""
+"""The drain's events (see ``base`` for the envelope and the rules for changing them)."""
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass
 
-
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    #: seconds since the epoch when the event happened
-    at: float = field(default_factory=time.time)
-
-    def as_dict(self) -> dict[str, Any]:
-        body = dataclasses.asdict(self)
-        body["at"] = datetime.fromtimestamp(self.at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return {"type": type(self).__name__, **body}
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodRef:
-    namespace: str
-    name: str
-    node: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
+from kubectl_rollout.jobs.events.base import Event, PodRef
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,12 +32,16 @@ class NodePlan:
 
 @dataclass(frozen=True, kw_only=True)
 class DrainPlanned(Event):
+    TYPE = "DrainPlanned"
+
     nodes: tuple[NodePlan, ...]
     dry_run: str = "none"
 
 
 @dataclass(frozen=True, kw_only=True)
 class NodeCordoned(Event):
+    TYPE = "NodeCordoned"
+
     node: str
     #: False when the node was cordoned already
     changed: bool
@@ -75,6 +50,8 @@ class NodeCordoned(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class NodeUncordoned(Event):
+    TYPE = "NodeUncordoned"
+
     node: str
     changed: bool
     dry_run: str = "none"
@@ -82,12 +59,16 @@ class NodeUncordoned(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class DrainWarning(Event):
+    TYPE = "DrainWarning"
+
     node: str
     message: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvictionStarted(Event):
+    TYPE = "EvictionStarted"
+
     pod: PodRef
     attempt: int
     #: "evict" or "delete"
@@ -98,6 +79,8 @@ class EvictionStarted(Event):
 @dataclass(frozen=True, kw_only=True)
 class EvictionBlocked(Event):
     """The API server refused for now; the engine retries."""
+
+    TYPE = "EvictionBlocked"
 
     pod: PodRef
     #: pdb-blocked, pdb-status-stale, throttled, namespace-terminating
@@ -119,6 +102,8 @@ class EvictionBlocked(Event):
 class PodEvicted(Event):
     """The eviction (or deletion) was accepted; the pod is terminating."""
 
+    TYPE = "PodEvicted"
+
     pod: PodRef
     method: str = "evict"
     dry_run: str = "none"
@@ -126,6 +111,8 @@ class PodEvicted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class PodGone(Event):
+    TYPE = "PodGone"
+
     pod: PodRef
     #: seconds from the first eviction attempt to the pod's disappearance
     after: float
@@ -135,18 +122,24 @@ class PodGone(Event):
 class PodSkippedWaiting(Event):
     """--skip-wait-for-delete-timeout: deleted long ago, no longer waited for."""
 
+    TYPE = "PodSkippedWaiting"
+
     pod: PodRef
     seconds: int
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodFailed(Event):
+    TYPE = "PodFailed"
+
     pod: PodRef
     reason: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class NodeDrained(Event):
+    TYPE = "NodeDrained"
+
     node: str
     evicted: int
     seconds: float
@@ -155,6 +148,8 @@ class NodeDrained(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class NodeDrainFailed(Event):
+    TYPE = "NodeDrainFailed"
+
     node: str
     reason: str
     #: pods still on the node that the drain meant to remove, "namespace/name"
@@ -165,6 +160,8 @@ class NodeDrainFailed(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class BatchStarted(Event):
+    TYPE = "BatchStarted"
+
     index: int
     nodes: tuple[str, ...]
 
@@ -173,18 +170,24 @@ class BatchStarted(Event):
 class WaitingForWorkloads(Event):
     """--node-batch: before the next batch, the evicted workloads must be available again."""
 
+    TYPE = "WaitingForWorkloads"
+
     #: "Kind namespace/name (available/desired)"
     workloads: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadsAvailable(Event):
+    TYPE = "WorkloadsAvailable"
+
     workloads: tuple[str, ...]
     seconds: float
 
 
 @dataclass(frozen=True, kw_only=True)
 class DrainFinished(Event):
+    TYPE = "DrainFinished"
+
     drained: tuple[str, ...]
     failed: tuple[str, ...]
     seconds: float

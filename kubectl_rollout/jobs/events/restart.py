@@ -1,17 +1,19 @@
 """Progress events of the eviction-based restart, beside the eviction events it shares with drain.
 
-Same contract as ``drain_events``: typed, immutable, ``as_dict()`` for ``-o jsonl``.
+See ``base`` for the envelope and the rules for changing it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubectl_rollout.jobs.events.drain import Event, PodRef
+from kubectl_rollout.jobs.events.base import Event, PodRef
 
 
 @dataclass(frozen=True, kw_only=True)
 class RestartPlanned(Event):
+    TYPE = "RestartPlanned"
+
     #: "deployment/NAME", "statefulset/NAME" or "daemonset/NAME"
     workload: str
     namespace: str
@@ -30,6 +32,8 @@ class RestartPlanned(Event):
 class WaitingToStart(Event):
     """The workload is mid-rollout or degraded; the first eviction waits until it is not."""
 
+    TYPE = "WaitingToStart"
+
     workload: str
     namespace: str
     reason: str
@@ -37,6 +41,8 @@ class WaitingToStart(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class WaitingForReplacement(Event):
+    TYPE = "WaitingForReplacement"
+
     pod: PodRef
     #: Ready pods of the workload (not being deleted) against the replicas it wants
     ready: int
@@ -45,6 +51,8 @@ class WaitingForReplacement(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class PodReplaced(Event):
+    TYPE = "PodReplaced"
+
     pod: PodRef
     #: 1-based position in the plan, and the plan's length
     index: int
@@ -55,6 +63,8 @@ class PodReplaced(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class RestartFinished(Event):
+    TYPE = "RestartFinished"
+
     workload: str
     namespace: str
     replaced: int

@@ -1,0 +1,200 @@
+"""The one event language of every job: typed, frozen events in one envelope.
+
+An engine emits bare events (what happened); the job's stream stamps each one
+with the job's id, a sequence number (monotonic per job), the time and the
+schema version (``Envelope``). Every consumer reads the same envelope: the text
+printers, ``-o jsonl`` (one ``Envelope.as_dict()`` per line), the agent's
+journal and the TUI.
+
+The JSON form is flat, so that ``jq 'select(.type == "PodEvicted")'`` works::
+
+    {"schema": 1, "job": "...", "seq": 7, "at": "2026-11-23T10:30:00.123456Z",
+     "type": "PodEvicted", ...the event's fields}
+
+Rules for changing it: within a schema version fields are added, never removed
+or renamed, and a type name never changes meaning. A new field needs a default,
+so that older journals still decode. Type names are stable strings (``TYPE``),
+not whatever the Python class happens to be called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, TypeVar
+
+SCHEMA_VERSION = 1
+
+#: the fields of the envelope; an event may not use these names
+ENVELOPE_FIELDS = frozenset({"schema", "job", "seq", "at", "type"})
+
+E = TypeVar("E", bound="Event")
+
+
+class UnknownEvent(ValueError):
+    """A type name no event class carries: written by a newer version, or not an event at all."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event. Subclasses set ``TYPE``, a stable name unique among all events."""
+
+    TYPE: ClassVar[str] = ""
+    _registry: ClassVar[dict[str, type[Event]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.TYPE:
+            return  # an abstract intermediate class
+        taken = Event._registry.get(cls.TYPE)
+        if taken is not None and taken.__qualname__ != cls.__qualname__:
+            raise TypeError(f"event type {cls.TYPE!r} is taken by {taken.__qualname__}")
+        Event._registry[cls.TYPE] = cls
+
+    def coalesce_key(self) -> str | None:
+        """Events with the same key update the same object: a consumer that falls behind may keep the last.
+
+        None (the default) means every event counts on its own and none may be dropped.
+        """
+        return None
+
+    def fields_dict(self) -> dict[str, Any]:
+        return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event alone: ``{"type": TYPE, ...fields}``."""
+        return {"type": self.TYPE, **self.fields_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        """Decode an event from ``as_dict()`` (or an envelope's dict: envelope keys are ignored)."""
+        type_name = data.get("type")
+        event_class = Event._registry.get(str(type_name))
+        if event_class is None:
+            raise UnknownEvent(f"unknown event type {type_name!r}")
+        if cls is not Event and not issubclass(event_class, cls):
+            raise UnknownEvent(f"event type {type_name!r} is not a {cls.__name__}")
+        event: Event = _decode_dataclass(event_class, data)
+        return event
+
+    @staticmethod
+    def types() -> dict[str, type[Event]]:
+        """Every registered event type by name (import the event modules first)."""
+        return dict(Event._registry)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodRef:
+    namespace: str
+    name: str
+    node: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Envelope:
+    """One event of one job, as every consumer sees it."""
+
+    job: str
+    seq: int
+    #: seconds since the epoch, microsecond precision
+    at: float
+    event: Event
+    schema: int = SCHEMA_VERSION
+
+    @property
+    def type(self) -> str:
+        return self.event.TYPE
+
+    def as_dict(self) -> dict[str, Any]:
+        stamp = datetime.fromtimestamp(self.at, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return {
+            "schema": self.schema,
+            "job": self.job,
+            "seq": self.seq,
+            "at": stamp,
+            "type": self.event.TYPE,
+            **self.event.fields_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Envelope:
+        schema = int(data.get("schema", SCHEMA_VERSION))
+        if schema > SCHEMA_VERSION:
+            raise UnknownEvent(f"event schema {schema} is newer than this version understands ({SCHEMA_VERSION})")
+        at = datetime.fromisoformat(str(data["at"]).replace("Z", "+00:00")).timestamp()
+        return cls(job=str(data["job"]), seq=int(data["seq"]), at=at, event=Event.from_dict(data), schema=schema)
+
+
+def stamp_time(epoch: float) -> float:
+    """``epoch`` rounded to the microsecond, as the JSON form keeps it (so that a round trip is exact)."""
+    return datetime.fromtimestamp(epoch, UTC).timestamp()
+
+
+#: what an engine calls with each event
+Emit = Callable[[Event], None]
+
+
+# --- encoding ---------------------------------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _decode_dataclass(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            values[f.name] = _decode(hints[f.name], data[f.name])
+    return cls(**values)
+
+
+def _decode(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _decode(options[0], value) if len(options) == 1 else value
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v) for v in value)
+        return tuple(_decode(a, v) for a, v in zip(args, value, strict=True))
+    if origin is dict:
+        _key, item = typing.get_args(hint)
+        return {k: _decode(item, v) for k, v in value.items()}
+    if isinstance(hint, type):
+        if issubclass(hint, enum.Enum):
+            return hint(value)
+        if dataclasses.is_dataclass(hint):
+            return _decode_dataclass(hint, value)
+        if hint is float and isinstance(value, int):
+            return float(value)
+    return value
