@@ -18,6 +18,14 @@ from typing import TextIO
 
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.events.eviction import (
+    EvictionBlocked,
+    EvictionStarted,
+    PodEvicted,
+    PodFailed,
+    PodGone,
+    PodSkippedWaiting,
+)
 
 
 def _dry(dry_run: str) -> str:
@@ -97,20 +105,20 @@ class HumanPrinter:
             self._write(self.err, f"Warning: {event.message}")
         elif isinstance(event, ev.BatchStarted):
             self._write(self.out, f"batch {event.index}: {', '.join(event.nodes)}")
-        elif isinstance(event, ev.EvictionStarted):
+        elif isinstance(event, EvictionStarted):
             key = str(event.pod)
             self._state[key] = "evicting"
             if event.attempt == 1 and event.method == "evict":
                 self._write(self.out, f"evicting pod {event.pod}{_dry(event.dry_run)}")
             else:
                 self._refresh()
-        elif isinstance(event, ev.EvictionBlocked):
+        elif isinstance(event, EvictionBlocked):
             key = str(event.pod)
             self._state[key] = "blocked"
             self._write(self.err, self._blocked_line(event))
             if event.pdb:
                 self._blocked_by[key] = event.pdb
-        elif isinstance(event, ev.PodEvicted):
+        elif isinstance(event, PodEvicted):
             self._state[str(event.pod)] = "terminating"
             if event.dry_run == "client" and event.method == "evict":
                 self._write(self.out, f"evicting pod {event.pod}{_dry(event.dry_run)}")
@@ -118,15 +126,15 @@ class HumanPrinter:
                 self._write(self.out, f"deleting pod {event.pod}{_dry(event.dry_run)}")
             else:
                 self._refresh()
-        elif isinstance(event, ev.PodGone):
+        elif isinstance(event, PodGone):
             self._state[str(event.pod)] = "gone"
             self._write(self.out, f"pod/{event.pod.name} evicted")
-        elif isinstance(event, ev.PodSkippedWaiting):
+        elif isinstance(event, PodSkippedWaiting):
             self._state[str(event.pod)] = "gone"
             self._write(
                 self.out, f'pod "{event.pod.name}" has DeletionTimestamp older than {event.seconds} seconds, skipping'
             )
-        elif isinstance(event, ev.PodFailed):
+        elif isinstance(event, PodFailed):
             self._state[str(event.pod)] = "failed"
             self.failures[str(event.pod)] = event.reason
             self._write(
@@ -143,7 +151,8 @@ class HumanPrinter:
         elif isinstance(event, ev.WaitingForWorkloads):
             self._write(
                 self.out,
-                "waiting for evicted workloads to be available before the next batch: " + ", ".join(event.workloads),
+                "waiting for evicted workloads to be available before the next batch: "
+                + ", ".join(map(str, event.workloads)),
             )
         elif isinstance(event, ev.WorkloadsAvailable):
             self._write(self.out, f"workloads available again after {event.seconds:.1f}s")
@@ -151,7 +160,7 @@ class HumanPrinter:
             self.close()
             self._summary(event)
 
-    def _blocked_line(self, event: ev.EvictionBlocked) -> str:
+    def _blocked_line(self, event: EvictionBlocked) -> str:
         wait = max(0.0, event.next_try_by - time.time())
         where = f"pod {event.pod} (node {event.pod.node})"
         tail = f"blocked since {_clock(event.since)}" + (f", attempt {event.attempts}" if event.attempts else "")

@@ -35,13 +35,15 @@ from kubectl_rollout.drain.pod_filters import (
     summarize_errors,
     summarize_warnings,
 )
-from kubectl_rollout.drain.workload_availability import WorkloadRef, owning_workload, wait_until_available
+from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import PodRef
+from kubectl_rollout.jobs.events.drain import WorkloadRef
+from kubectl_rollout.jobs.events.eviction import PodEvicted
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
@@ -211,7 +213,7 @@ class DrainEngine:
                 names = tuple(qualified(p) for p in selecting)
                 ref = _ref(pod, node.metadata.name)
                 if not verdict.delete:
-                    kind = "error" if verdict.outcome.value == "Error" else "skip"
+                    kind = ev.Verdict.ERROR if verdict.outcome.value == "Error" else ev.Verdict.SKIP
                     plans.append(
                         ev.PodPlan(
                             pod=ref,
@@ -222,11 +224,11 @@ class DrainEngine:
                         )
                     )
                     continue
-                method = "delete" if self.options.disable_eviction else "evict"
+                method = ev.Verdict.DELETE if self.options.disable_eviction else ev.Verdict.EVICT
                 reason = verdict.message
                 if not self.options.disable_eviction and len(selecting) > 1:
                     method, reason = (
-                        "error",
+                        ev.Verdict.ERROR,
                         (
                             f"selected by {len(selecting)} PodDisruptionBudgets ({', '.join(names)}); "
                             "the eviction API refuses such pods"
@@ -236,7 +238,7 @@ class DrainEngine:
                     reason = unhealthy_pod_may_go(selecting[0], pod) or ""
                 elif not self.options.disable_eviction and selecting and blocks(selecting[0], pod):
                     budget = selecting[0]
-                    method = "blocked"
+                    method = ev.Verdict.BLOCKED
                     reason = (
                         f"PodDisruptionBudget {names[0]} allows 0 disruptions now "
                         f"(healthy {budget.status.current_healthy if budget.status else '?'}, "
@@ -252,7 +254,7 @@ class DrainEngine:
                     warnings=summarize_warnings(judged),
                 )
             )
-        return ev.DrainPlanned(nodes=tuple(node_plans), dry_run=self.options.dry_run.value)
+        return ev.DrainPlanned(nodes=tuple(node_plans), dry_run=self.options.dry_run)
 
     # --- running ------------------------------------------------------------------------
 
@@ -260,19 +262,19 @@ class DrainEngine:
         self.evictor.close()
 
     def cordon(self, node: Any) -> None:
-        changed = set_cordoned(self.cluster, node, True, dry_run=self.options.dry_run.value)
+        changed = set_cordoned(self.cluster, node, True, dry_run=self.options.dry_run)
         if changed and self.options.dry_run is DryRun.NONE:
             record_node_event(self.cluster, node, reason="Cordoned", message="Node cordoned by kubectl rollout-plus")
-        self.emit(ev.NodeCordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run.value))
+        self.emit(ev.NodeCordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
 
     def uncordon(self, node: Any) -> None:
         fresh = call_with_retry(self.cluster.core.read_node, node.metadata.name)
-        changed = set_cordoned(self.cluster, fresh, False, dry_run=self.options.dry_run.value)
+        changed = set_cordoned(self.cluster, fresh, False, dry_run=self.options.dry_run)
         if changed and self.options.dry_run is DryRun.NONE:
             record_node_event(
                 self.cluster, node, reason="Uncordoned", message="Node uncordoned by kubectl rollout-plus"
             )
-        self.emit(ev.NodeUncordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run.value))
+        self.emit(ev.NodeUncordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
 
     def run(self, nodes: list[Any]) -> ev.DrainFinished:
         started = time.monotonic()
@@ -323,18 +325,14 @@ class DrainEngine:
             workloads,
             timeout=timeout,
             cancel=self.cancel,
-            on_waiting=lambda lines: self.emit(ev.WaitingForWorkloads(workloads=tuple(lines))),
+            on_waiting=lambda states: self.emit(ev.WaitingForWorkloads(workloads=tuple(states))),
         )
         if left:
             raise DrainError(
                 f"workloads evicted in the last batch are still not available after {timeout:.0f}s: "
-                f"{', '.join(left)}; the next batch was not started"
+                f"{', '.join(map(str, left))}; the next batch was not started"
             )
-        self.emit(
-            ev.WorkloadsAvailable(
-                workloads=tuple(sorted(str(w) for w in workloads)), seconds=time.monotonic() - started
-            )
-        )
+        self.emit(ev.WorkloadsAvailable(workloads=tuple(sorted(workloads)), seconds=time.monotonic() - started))
 
     def _drain_node(self, node: Any) -> _NodeOutcome:
         name = node.metadata.name
@@ -343,19 +341,19 @@ class DrainEngine:
         _, judged = self._judge_node(node)
         errors = summarize_errors(judged)
         if errors:
-            return self._fail(node, "; ".join(errors), pending=[])
+            return self._fail(node, errors, pending=[])
         warnings = summarize_warnings(judged)
         if warnings:
             self.emit(ev.DrainWarning(node=name, message=warnings))
         to_remove = eviction_order([pod for pod, verdict in judged if verdict.delete])
-        dry_run = self.options.dry_run.value
+        dry_run = self.options.dry_run
         if self.options.dry_run is DryRun.NONE:
             record_node_event(
                 self.cluster, node, reason="Draining", message=f"Draining node: removing {len(to_remove)} pods"
             )
         if self.options.dry_run is DryRun.CLIENT:
             for pod in to_remove:
-                self.emit(ev.PodEvicted(pod=_ref(pod, name), method=self.evictor.method, dry_run=dry_run))
+                self.emit(PodEvicted(pod=_ref(pod, name), method=self.evictor.method, dry_run=dry_run))
             self.emit(ev.NodeDrained(node=name, evicted=len(to_remove), seconds=0.0, dry_run=dry_run))
             return _NodeOutcome(node=name, ok=True)
 
@@ -377,8 +375,7 @@ class DrainEngine:
         finally:
             node_pods.stop()
         if failures:
-            reasons = sorted(set(failures.values()))
-            return self._fail(node, "; ".join(reasons), pending=sorted(failures))
+            return self._fail(node, sorted(set(failures.values())), pending=sorted(failures))
         self.emit(
             ev.NodeDrained(node=name, evicted=len(to_remove), seconds=time.monotonic() - started, dry_run=dry_run)
         )
@@ -388,7 +385,8 @@ class DrainEngine:
             )
         return _NodeOutcome(node=name, ok=True, evicted=to_remove)
 
-    def _fail(self, node: Any, reason: str, pending: list[str]) -> _NodeOutcome:
+    def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> _NodeOutcome:
+        reason = "; ".join(reasons)
         name = node.metadata.name
         cordoned = self.options.dry_run is DryRun.NONE
         if self.options.uncordon_on_failure:
@@ -396,5 +394,5 @@ class DrainEngine:
             cordoned = False
         if self.options.dry_run is DryRun.NONE:
             record_node_event(self.cluster, node, reason="DrainFailed", message=f"Drain failed: {reason}", warning=True)
-        self.emit(ev.NodeDrainFailed(node=name, reason=reason, pending=tuple(pending), cordoned=cordoned))
+        self.emit(ev.NodeDrainFailed(node=name, reasons=tuple(reasons), pending=tuple(pending), cordoned=cordoned))
         return _NodeOutcome(node=name, ok=False, reason=reason, pending=pending)

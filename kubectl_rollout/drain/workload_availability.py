@@ -11,25 +11,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.jobs.events.drain import WorkloadAvailability, WorkloadRef
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import controller_of
 from kubectl_rollout.kube.watched_collection import WatchedCollection
-
-
-@dataclass(frozen=True, order=True)
-class WorkloadRef:
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
 
 
 def owning_workload(cluster: Cluster, pod: Any) -> WorkloadRef | None:
@@ -47,10 +37,10 @@ def owning_workload(cluster: Cluster, pod: Any) -> WorkloadRef | None:
             raise
         parent = controller_of(replica_set)
         if parent is not None and parent.kind == "Deployment":
-            return WorkloadRef("Deployment", namespace, parent.name)
-        return WorkloadRef("ReplicaSet", namespace, ref.name)
+            return WorkloadRef(kind="Deployment", namespace=namespace, name=parent.name)
+        return WorkloadRef(kind="ReplicaSet", namespace=namespace, name=ref.name)
     if ref.kind in ("StatefulSet", "ReplicationController"):
-        return WorkloadRef(ref.kind, namespace, ref.name)
+        return WorkloadRef(kind=ref.kind, namespace=namespace, name=ref.name)
     return None
 
 
@@ -75,16 +65,18 @@ def _list_func(cluster: Cluster, kind: str) -> Callable[..., Any]:
     return functions[kind]
 
 
-def describe(workloads: Iterable[WorkloadRef], collections: dict[tuple[str, str], WatchedCollection]) -> list[str]:
-    lines = []
+def describe(
+    workloads: Iterable[WorkloadRef], collections: dict[tuple[str, str], WatchedCollection]
+) -> list[WorkloadAvailability]:
+    states = []
     for ref in sorted(workloads):
         obj = collections[(ref.kind, ref.namespace)].get((ref.namespace, ref.name))
         if obj is None:
-            lines.append(f"{ref} (gone)")
+            states.append(WorkloadAvailability(workload=ref, gone=True))
         else:
             available, desired = available_and_desired(obj)
-            lines.append(f"{ref} ({available}/{desired} available)")
-    return lines
+            states.append(WorkloadAvailability(workload=ref, available=available, desired=desired))
+    return states
 
 
 def wait_until_available(
@@ -93,8 +85,8 @@ def wait_until_available(
     *,
     timeout: float | None,
     cancel: threading.Event | None,
-    on_waiting: Callable[[list[str]], None],
-) -> list[str]:
+    on_waiting: Callable[[list[WorkloadAvailability]], None],
+) -> list[WorkloadAvailability]:
     """Block until every workload is fully available (or deleted).
 
     Returns the descriptions of those still unavailable when the timeout or a

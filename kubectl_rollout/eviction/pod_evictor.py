@@ -12,7 +12,6 @@ Progress goes out as ``drain_events`` through ``emit``.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable
@@ -27,19 +26,15 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.eviction.pdb_watch import PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
-from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import eviction as ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.eviction import DryRun as DryRun
+from kubectl_rollout.jobs.events.eviction import EvictionMethod
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import deleted_long_ago, qualified
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 Emit = Callable[[Event], None]
-
-
-class DryRun(enum.Enum):
-    NONE = "none"
-    CLIENT = "client"
-    SERVER = "server"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,8 +115,8 @@ class PodEvictor:
                 self._pdbs = None
 
     @property
-    def method(self) -> str:
-        return "delete" if self.options.disable_eviction else "evict"
+    def method(self) -> EvictionMethod:
+        return EvictionMethod.DELETE if self.options.disable_eviction else EvictionMethod.EVICT
 
     def _take_slot(self) -> None:
         """--max-concurrent-evictions: a slot is held from the request until the pod is gone."""
@@ -218,7 +213,7 @@ class PodEvictor:
             self.emit(
                 ev.EvictionBlocked(
                     pod=ref,
-                    reason=Refusal.PDB_BLOCKED.value,
+                    reason=ev.BlockReason.PDB_BLOCKED,
                     message=f"The disruption budget {budget.metadata.name} allows no disruption now",
                     pdb=name,
                     healthy=status.current_healthy if status else None,
@@ -254,7 +249,7 @@ class PodEvictor:
                     admitted = wait_in_line(pdbs, selecting[0])
             attempts[0] += 1
             self.emit(
-                ev.EvictionStarted(pod=ref, attempt=attempts[0], method=self.method, dry_run=self.options.dry_run.value)
+                ev.EvictionStarted(pod=ref, attempt=attempts[0], method=self.method, dry_run=self.options.dry_run)
             )
             self._take_slot()
             try:
@@ -294,7 +289,7 @@ class PodEvictor:
             self.emit(
                 ev.EvictionBlocked(
                     pod=ref,
-                    reason=refusal.reason.value,
+                    reason=ev.BlockReason(refusal.reason.value),
                     message=refusal.cause_message or refusal.message,
                     pdb=pdb_name,
                     healthy=refusal.healthy,
@@ -345,7 +340,7 @@ class PodEvictor:
                 self._take_slot()
                 return False
             raise
-        self.emit(ev.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run.value))
+        self.emit(ev.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run))
         return False
 
     def _wait_until_gone(

@@ -279,7 +279,7 @@ class EvictionRestart:
             description=f"pods of {self.target}",
         ).start()
         evictor = PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel)
-        dry_run = self.settings.dry_run.value
+        dry_run = self.settings.dry_run
         replaced = 0
         failure = ""
         earlier: datetime | None = None

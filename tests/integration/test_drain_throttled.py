@@ -19,8 +19,8 @@ import watching
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
-from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
@@ -122,7 +122,7 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
     waits += [
         (e.retry_after, e.next_try_by - e.at)
         for e in seen
-        if isinstance(e, ev.EvictionBlocked) and e.reason == "throttled" and e.retry_after is not None
+        if isinstance(e, EvictionBlocked) and e.reason == "throttled" and e.retry_after is not None
     ]
     assert waits, "the drain itself was never throttled; raise the load"
     assert all(wait >= retry_after for retry_after, wait in waits), waits

@@ -10,6 +10,7 @@ from kubectl_rollout.cli.drain_output import HumanPrinter
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, EvictionStarted, PodEvicted, PodFailed, PodGone
 from kubectl_rollout.jobs.events.stream import EventStream
 
 POD = PodRef(namespace="shop", name="web-1", node="node-a")
@@ -27,9 +28,9 @@ def render(*events: Event, live: bool = False) -> tuple[str, str]:
 def test_kubectl_wording_for_a_plain_drain() -> None:
     out, err = render(
         ev.NodeCordoned(node="node-a", changed=True),
-        ev.EvictionStarted(pod=POD, attempt=1),
-        ev.PodEvicted(pod=POD),
-        ev.PodGone(pod=POD, after=1.2),
+        EvictionStarted(pod=POD, attempt=1),
+        PodEvicted(pod=POD),
+        PodGone(pod=POD, after=1.2),
         ev.NodeDrained(node="node-a", evicted=1, seconds=1.5),
         ev.DrainFinished(drained=("node-a",), failed=(), seconds=1.5),
     )
@@ -45,7 +46,7 @@ def test_kubectl_wording_for_a_plain_drain() -> None:
 def test_dry_runs_say_so() -> None:
     out, _ = render(
         ev.NodeCordoned(node="node-a", changed=True, dry_run="client"),
-        ev.PodEvicted(pod=POD, dry_run="client"),
+        PodEvicted(pod=POD, dry_run="client"),
         ev.NodeCordoned(node="node-b", changed=False, dry_run="server"),
     )
     assert out.splitlines() == [
@@ -58,7 +59,7 @@ def test_dry_runs_say_so() -> None:
 def test_a_blocked_pod_names_its_pdb_counts_and_timing() -> None:
     now = time.time()
     _, err = render(
-        ev.EvictionBlocked(
+        EvictionBlocked(
             pod=POD,
             reason="pdb-blocked",
             message="",
@@ -83,7 +84,7 @@ def test_a_pod_queued_before_its_first_request_shows_no_attempt() -> None:
     # The PDB visibly has no room, so the pod waits in line without spending a request.
     now = time.time()
     _, err = render(
-        ev.EvictionBlocked(
+        EvictionBlocked(
             pod=POD,
             reason="pdb-blocked",
             message="",
@@ -102,7 +103,7 @@ def test_a_pod_queued_before_its_first_request_shows_no_attempt() -> None:
 def test_throttling_shows_retry_after() -> None:
     now = time.time()
     _, err = render(
-        ev.EvictionBlocked(
+        EvictionBlocked(
             pod=POD, reason="throttled", message="", since=now, attempts=1, next_try_by=now + 1.1, retry_after=1.0
         )
     )
@@ -111,8 +112,10 @@ def test_throttling_shows_retry_after() -> None:
 
 def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
     _, err = render(
-        ev.PodFailed(pod=POD, reason="global timeout reached: 3s"),
-        ev.NodeDrainFailed(node="node-a", reason="global timeout reached: 3s", pending=("shop/web-1",), cordoned=True),
+        PodFailed(pod=POD, reason="global timeout reached: 3s"),
+        ev.NodeDrainFailed(
+            node="node-a", reasons=("global timeout reached: 3s",), pending=("shop/web-1",), cordoned=True
+        ),
         ev.DrainFinished(drained=(), failed=("node-a",), seconds=3.0),
     )
     assert 'error when evicting pods/"web-1" -n "shop": global timeout reached: 3s' in err
@@ -124,7 +127,7 @@ def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
 
 
 def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
-    out, _ = render(ev.NodeCordoned(node="node-a", changed=True), ev.EvictionStarted(pod=POD, attempt=1), live=True)
+    out, _ = render(ev.NodeCordoned(node="node-a", changed=True), EvictionStarted(pod=POD, attempt=1), live=True)
     assert "\r\x1b[K" in out
     assert "1 evicting" in out
     assert out.endswith("\r\x1b[K")
@@ -133,7 +136,7 @@ def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
 def test_jsonl_is_one_object_per_event_with_type_and_time() -> None:
     out = io.StringIO()
     stream = EventStream("job1", JsonLinesPrinter(out), clock=lambda: 0.0)
-    stream.emit(ev.PodGone(pod=POD, after=1.5))
+    stream.emit(PodGone(pod=POD, after=1.5))
     (line,) = out.getvalue().splitlines()
     assert json.loads(line) == {
         "schema": 1,

@@ -2,9 +2,51 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.eviction import DryRun
+
+
+class Verdict(enum.StrEnum):
+    """A pod's pre-flight verdict."""
+
+    EVICT = "evict"
+    #: --disable-eviction
+    DELETE = "delete"
+    #: left alone (DaemonSet pods with --ignore-daemonsets, mirror pods, finished long ago)
+    SKIP = "skip"
+    #: will wait for a PodDisruptionBudget
+    BLOCKED = "blocked"
+    #: the node cannot be drained because of this pod (kubectl's "cannot delete ...")
+    ERROR = "error"
+
+
+@dataclass(frozen=True, order=True, kw_only=True)
+class WorkloadRef:
+    """A replicated workload whose pods a node batch evicted."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadAvailability:
+    workload: WorkloadRef
+    available: int = 0
+    desired: int = 0
+    #: deleted while we waited
+    gone: bool = False
+
+    def __str__(self) -> str:
+        if self.gone:
+            return f"{self.workload} (gone)"
+        return f"{self.workload} ({self.available}/{self.desired} available)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -12,8 +54,7 @@ class PodPlan:
     """One pod's pre-flight verdict."""
 
     pod: PodRef
-    #: "evict", "delete" (--disable-eviction), "skip", "blocked" (will wait for a PDB) or "error"
-    verdict: str
+    verdict: Verdict
     reason: str = ""
     #: PDBs selecting the pod, as "namespace/name"
     pdbs: tuple[str, ...] = ()
@@ -35,7 +76,7 @@ class DrainPlanned(Event):
     TYPE = "DrainPlanned"
 
     nodes: tuple[NodePlan, ...]
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +86,7 @@ class NodeCordoned(Event):
     node: str
     #: False when the node was cordoned already
     changed: bool
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +95,7 @@ class NodeUncordoned(Event):
 
     node: str
     changed: bool
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,84 +107,13 @@ class DrainWarning(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EvictionStarted(Event):
-    TYPE = "EvictionStarted"
-
-    pod: PodRef
-    attempt: int
-    #: "evict" or "delete"
-    method: str = "evict"
-    dry_run: str = "none"
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvictionBlocked(Event):
-    """The API server refused for now; the engine retries."""
-
-    TYPE = "EvictionBlocked"
-
-    pod: PodRef
-    #: pdb-blocked, pdb-status-stale, throttled, namespace-terminating
-    reason: str
-    message: str
-    pdb: str | None = None
-    healthy: int | None = None
-    needed: int | None = None
-    #: when this pod was first blocked (epoch seconds)
-    since: float = 0.0
-    attempts: int = 0
-    #: the latest time of the next attempt (epoch seconds); a PDB update may come sooner
-    next_try_by: float = 0.0
-    #: what the server asked for, when it did
-    retry_after: float | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodEvicted(Event):
-    """The eviction (or deletion) was accepted; the pod is terminating."""
-
-    TYPE = "PodEvicted"
-
-    pod: PodRef
-    method: str = "evict"
-    dry_run: str = "none"
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodGone(Event):
-    TYPE = "PodGone"
-
-    pod: PodRef
-    #: seconds from the first eviction attempt to the pod's disappearance
-    after: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodSkippedWaiting(Event):
-    """--skip-wait-for-delete-timeout: deleted long ago, no longer waited for."""
-
-    TYPE = "PodSkippedWaiting"
-
-    pod: PodRef
-    seconds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodFailed(Event):
-    TYPE = "PodFailed"
-
-    pod: PodRef
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class NodeDrained(Event):
     TYPE = "NodeDrained"
 
     node: str
     evicted: int
     seconds: float
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,11 +121,16 @@ class NodeDrainFailed(Event):
     TYPE = "NodeDrainFailed"
 
     node: str
-    reason: str
+    #: kubectl's "cannot delete ..." lines, or why pods could not be removed, one per distinct reason
+    reasons: tuple[str, ...]
     #: pods still on the node that the drain meant to remove, "namespace/name"
     pending: tuple[str, ...]
     #: the node's state after the failure
     cordoned: bool
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,15 +147,14 @@ class WaitingForWorkloads(Event):
 
     TYPE = "WaitingForWorkloads"
 
-    #: "Kind namespace/name (available/desired)"
-    workloads: tuple[str, ...]
+    workloads: tuple[WorkloadAvailability, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadsAvailable(Event):
     TYPE = "WorkloadsAvailable"
 
-    workloads: tuple[str, ...]
+    workloads: tuple[WorkloadRef, ...]
     seconds: float
 
 

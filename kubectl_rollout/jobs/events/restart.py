@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.eviction import DryRun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,7 +20,7 @@ class RestartPlanned(Event):
     namespace: str
     #: the pods, in the order they will be replaced
     pods: tuple[str, ...]
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
     #: continuing an unfinished restart (``--resume``): only pods older than its cutoff go
     resumed: bool = False
     #: pods left alone because the restart being resumed already replaced them
@@ -71,6 +72,6 @@ class RestartFinished(Event):
     #: why the restart stopped early; empty when every pod was replaced
     failure: str = ""
     seconds: float = 0.0
-    dry_run: str = "none"
+    dry_run: DryRun = DryRun.NONE
     #: the workload keeps a record of this unfinished restart: ``--resume`` continues it
     resumable: bool = False
