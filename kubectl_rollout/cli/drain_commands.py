@@ -8,19 +8,24 @@ are checked, still before any change.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli.drain_output import HumanPrinter, plan_as_json, print_plan
-from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
+from kubectl_rollout.cli.job_commands import Sink, connection_of, live, run_in_process
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
-from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
-from kubectl_rollout.eviction.pod_evictor import DryRun
+from kubectl_rollout.drain.engine import DrainEngine
+from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
+from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import connect
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError
@@ -242,43 +247,32 @@ def drain(
         uncordon_on_failure=uncordon_on_failure,
     )
     cluster = open_cluster(ctx, **flags)
-    printer = _printer(output)
-    stream = EventStream(
-        new_job_id(), printer if isinstance(printer, JsonLinesPrinter) else lambda envelope: printer(envelope.event)
+    spec = JobSpec(
+        kind=JobKind.DRAIN,
+        connection=connection_of(ctx, cluster, flags),
+        drain=DrainJob(nodes=nodes, selector=selector, options=options, plan_only=plan_only),
     )
-    engine = DrainEngine(cluster, options, stream.emit)
-    try:
-        # Permissions first: a restricted user learns what is missing, not just "forbidden".
-        engine.check_permissions(by_selector=bool(selector), read_only=plan_only)
-        targets = engine.resolve_nodes(list(nodes), selector)
-        if plan_only or dry_run != "none":
-            plan = engine.plan(targets)
-            if output == "json":
-                click.echo(plan_as_json(plan))
-            elif output == "jsonl":
-                stream.emit(plan)
-            else:
-                print_plan(plan, sys.stdout)
-            if plan_only:
-                return
-        result = run_interruptibly(
-            lambda: engine.run(targets),
-            engine.cancel,
-            on_interrupt="interrupted: stopping the drain (nodes stay cordoned)...",
-            name="drain",
-        )
-    finally:
-        engine.close()
-        if isinstance(printer, HumanPrinter):
-            printer.close()
-    if result.failed:
-        ctx.exit(1)
+    sink, close = _sink(output)
+    run_in_process(
+        ctx, spec, cluster, sink, on_interrupt="interrupted: stopping the drain (nodes stay cordoned)...", close=close
+    )
 
 
-def _printer(output: str) -> HumanPrinter | JsonLinesPrinter:
+def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
+    """Where the drain's events go for ``-o``: JSON lines, the plan as JSON, or kubectl-style text."""
     if output == "jsonl":
-        return JsonLinesPrinter(sys.stdout)
-    return HumanPrinter(sys.stdout, sys.stderr, live=sys.stdout.isatty())
+        return JsonLinesPrinter(sys.stdout), lambda: None
+    printer = drain_printer(sys.stdout, sys.stderr, live=live())
+    if output != "json":
+        return printer, printer.close
+
+    def plan_as_json_then_text(envelope: Envelope) -> None:
+        if isinstance(envelope.event, ev.DrainPlanned):
+            click.echo(plan_as_json(envelope.event))
+        else:
+            printer(envelope)
+
+    return plan_as_json_then_text, printer.close
 
 
 def _cordon_command(name: str, cordoned: bool) -> click.Command:
@@ -293,12 +287,18 @@ def _cordon_command(name: str, cordoned: bool) -> click.Command:
     def command(ctx: click.Context, /, nodes: tuple[str, ...], selector: str, dry_run: str, **flags: Any) -> None:
         _check_targets(nodes, selector, verb)
         cluster = open_cluster(ctx, **flags)
-        engine = DrainEngine(cluster, DrainOptions(dry_run=DryRun(dry_run)), HumanPrinter(sys.stdout, sys.stderr))
-        targets = engine.resolve_nodes(list(nodes), selector)
-        if dry_run != "client":
-            require(cluster, [Permission("patch", "nodes")], action=f"kubectl rollout-plus {verb}")
-        for node in targets:
-            (engine.cordon if cordoned else engine.uncordon)(node)
+        printer = drain_printer(sys.stdout, sys.stderr)
+        stream = EventStream(new_job_id(), printer)
+        options = DrainOptions(dry_run=DryRun(dry_run))
+        engine = DrainEngine(cluster, options, stream.emit)
+        try:
+            targets = engine.resolve_nodes(list(nodes), selector)
+            if dry_run != "client":
+                require(cluster, [Permission("patch", "nodes")], action=next_steps.command(verb))
+            for node in targets:
+                (engine.cordon if cordoned else engine.uncordon)(node)
+        finally:
+            engine.close()
 
     command.help = f"Mark NODE... as {'un' if cordoned else ''}schedulable" + (
         " (new pods will not be placed there)." if cordoned else "."

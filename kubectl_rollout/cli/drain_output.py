@@ -10,26 +10,26 @@ one-line live summary under the log.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
-from typing import TextIO
+from typing import Any, TextIO
 
+from kubectl_rollout.cli.text_output import Formatter, Line, TextPrinter, dry_run_suffix
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.eviction import (
+    BlockReason,
+    DryRun,
     EvictionBlocked,
+    EvictionMethod,
     EvictionStarted,
     PodEvicted,
     PodFailed,
     PodGone,
     PodSkippedWaiting,
 )
-
-
-def _dry(dry_run: str) -> str:
-    return {"client": " (dry run)", "server": " (server dry run)"}.get(dry_run, "")
+from kubectl_rollout.jobs.views.drain import DrainView, NodeState, fold
 
 
 def _clock(epoch: float) -> str:
@@ -40,177 +40,158 @@ def plan_as_json(plan: ev.DrainPlanned) -> str:
     return json.dumps(plan.as_dict(), indent=2)
 
 
-class HumanPrinter:
-    def __init__(self, out: TextIO, err: TextIO, *, live: bool = False) -> None:
-        self.out = out
-        self.err = err
-        self.live = live
-        self._lock = threading.Lock()
-        self._state: dict[str, str] = {}  # pod -> pending/evicting/blocked/gone/failed
-        self._blocked_by: dict[str, str] = {}
-        self._started = time.monotonic()
-        self._footer_shown = False
-        self.failures: dict[str, str] = {}
-        self.node_failures: list[ev.NodeDrainFailed] = []
+def _cordoned(event: ev.NodeCordoned, _view: DrainView) -> Iterator[Line]:
+    verb = "cordoned" if event.changed else "already cordoned"
+    yield "out", f"node/{event.node} {verb}{dry_run_suffix(event.dry_run)}"
 
-    # --- the live footer -----------------------------------------------------------
 
-    def _footer(self) -> str:
-        counts = Counter(self._state.values())
-        parts = [f"{counts[s]} {s}" for s in ("evicting", "blocked", "terminating", "gone", "failed") if counts[s]]
-        budgets = Counter(
-            self._blocked_by[p] for p, s in self._state.items() if s == "blocked" and p in self._blocked_by
+def _uncordoned(event: ev.NodeUncordoned, _view: DrainView) -> Iterator[Line]:
+    verb = "uncordoned" if event.changed else "already uncordoned"
+    yield "out", f"node/{event.node} {verb}{dry_run_suffix(event.dry_run)}"
+
+
+def _warning(event: ev.DrainWarning, _view: DrainView) -> Iterator[Line]:
+    yield "err", f"Warning: {event.message}"
+
+
+def _batch(event: ev.BatchStarted, _view: DrainView) -> Iterator[Line]:
+    yield "out", f"batch {event.index}: {', '.join(event.nodes)}"
+
+
+def _eviction_started(event: EvictionStarted, _view: Any) -> Iterator[Line]:
+    if event.attempt == 1 and event.method == EvictionMethod.EVICT:
+        yield "out", f"evicting pod {event.pod}{dry_run_suffix(event.dry_run)}"
+
+
+def _blocked(event: EvictionBlocked, _view: Any) -> Iterator[Line]:
+    yield "err", blocked_line(event)
+
+
+def _evicted(event: PodEvicted, _view: Any) -> Iterator[Line]:
+    if event.dry_run == DryRun.CLIENT:
+        verb = "evicting" if event.method == EvictionMethod.EVICT else "deleting"
+        yield "out", f"{verb} pod {event.pod}{dry_run_suffix(event.dry_run)}"
+
+
+def _gone(event: PodGone, _view: Any) -> Iterator[Line]:
+    yield "out", f"pod/{event.pod.name} evicted"
+
+
+def _skipped(event: PodSkippedWaiting, _view: Any) -> Iterator[Line]:
+    yield "out", f'pod "{event.pod.name}" has DeletionTimestamp older than {event.seconds} seconds, skipping'
+
+
+def _failed(event: PodFailed, _view: Any) -> Iterator[Line]:
+    yield "err", f'error when evicting pods/"{event.pod.name}" -n "{event.pod.namespace}": {event.reason}'
+
+
+def _drained(event: ev.NodeDrained, _view: DrainView) -> Iterator[Line]:
+    yield "out", f"node/{event.node} drained{dry_run_suffix(event.dry_run)}"
+
+
+def _drain_failed(event: ev.NodeDrainFailed, _view: DrainView) -> Iterator[Line]:
+    yield "err", f'error: unable to drain node "{event.node}" due to error: {event.reason}, continuing command...'
+
+
+def _waiting_for_workloads(event: ev.WaitingForWorkloads, _view: DrainView) -> Iterator[Line]:
+    waiting = ", ".join(map(str, event.workloads))
+    yield "out", f"waiting for evicted workloads to be available before the next batch: {waiting}"
+
+
+def _workloads_available(event: ev.WorkloadsAvailable, _view: DrainView) -> Iterator[Line]:
+    yield "out", f"workloads available again after {event.seconds:.1f}s"
+
+
+def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
+    """kubectl's closing lines for pending nodes, then what we know of each: its state, its pods' errors."""
+    if not event.failed:
+        return
+    yield "err", "There are pending nodes to be drained:"
+    for name in event.failed:
+        yield "err", f" {name}"
+    for node in view.nodes.values():
+        if node.state is not NodeState.FAILED:
+            continue
+        state = "left cordoned" if node.cordoned else "uncordoned"
+        yield "err", f"node {node.name} ({state}): {'; '.join(node.reasons)}"
+        for pod in node.pending:
+            seen = view.pods.get(pod)
+            yield "err", f"  pod {pod}: {seen.failure if seen is not None and seen.failure else 'not removed'}"
+
+
+def blocked_line(event: EvictionBlocked) -> str:
+    wait = max(0.0, event.next_try_by - time.time())
+    where = f"pod {event.pod} (node {event.pod.node})"
+    tail = f"blocked since {_clock(event.since)}" + (f", attempt {event.attempts}" if event.attempts else "")
+    if event.reason == BlockReason.PDB_BLOCKED:
+        counts = ""
+        if event.healthy is not None and event.needed is not None:
+            counts = f" (healthy {event.healthy}, needs {event.needed})"
+        return (
+            f"{where}: PodDisruptionBudget {event.pdb}{counts} allows no disruption now; {tail}; "
+            f"retrying as soon as it has room, {wait:.1f}s at the latest"
         )
-        if budgets:
-            parts.append("waiting on " + ", ".join(f"{pdb} ({n})" for pdb, n in budgets.most_common(3)))
-        elapsed = int(time.monotonic() - self._started)
-        return f"[{elapsed // 60:02d}:{elapsed % 60:02d}] " + (", ".join(parts) or "starting")
-
-    def _write(self, stream: TextIO, line: str) -> None:
-        if self.live and self._footer_shown:
-            self.out.write("\r\033[K")
-            self.out.flush()
-        stream.write(line + "\n")
-        stream.flush()
-        if self.live:
-            self.out.write(self._footer())
-            self.out.flush()
-            self._footer_shown = True
-
-    def _refresh(self) -> None:
-        if self.live:
-            self.out.write("\r\033[K" + self._footer())
-            self.out.flush()
-            self._footer_shown = True
-
-    def close(self) -> None:
-        if self.live and self._footer_shown:
-            self.out.write("\r\033[K")
-            self.out.flush()
-
-    # --- events --------------------------------------------------------------------
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            self._handle(event)
-
-    def _handle(self, event: Event) -> None:
-        if isinstance(event, ev.NodeCordoned):
-            verb = "cordoned" if event.changed else "already cordoned"
-            self._write(self.out, f"node/{event.node} {verb}{_dry(event.dry_run)}")
-        elif isinstance(event, ev.NodeUncordoned):
-            verb = "uncordoned" if event.changed else "already uncordoned"
-            self._write(self.out, f"node/{event.node} {verb}{_dry(event.dry_run)}")
-        elif isinstance(event, ev.DrainWarning):
-            self._write(self.err, f"Warning: {event.message}")
-        elif isinstance(event, ev.BatchStarted):
-            self._write(self.out, f"batch {event.index}: {', '.join(event.nodes)}")
-        elif isinstance(event, EvictionStarted):
-            key = str(event.pod)
-            self._state[key] = "evicting"
-            if event.attempt == 1 and event.method == "evict":
-                self._write(self.out, f"evicting pod {event.pod}{_dry(event.dry_run)}")
-            else:
-                self._refresh()
-        elif isinstance(event, EvictionBlocked):
-            key = str(event.pod)
-            self._state[key] = "blocked"
-            self._write(self.err, self._blocked_line(event))
-            if event.pdb:
-                self._blocked_by[key] = event.pdb
-        elif isinstance(event, PodEvicted):
-            self._state[str(event.pod)] = "terminating"
-            if event.dry_run == "client" and event.method == "evict":
-                self._write(self.out, f"evicting pod {event.pod}{_dry(event.dry_run)}")
-            elif event.dry_run == "client":
-                self._write(self.out, f"deleting pod {event.pod}{_dry(event.dry_run)}")
-            else:
-                self._refresh()
-        elif isinstance(event, PodGone):
-            self._state[str(event.pod)] = "gone"
-            self._write(self.out, f"pod/{event.pod.name} evicted")
-        elif isinstance(event, PodSkippedWaiting):
-            self._state[str(event.pod)] = "gone"
-            self._write(
-                self.out, f'pod "{event.pod.name}" has DeletionTimestamp older than {event.seconds} seconds, skipping'
-            )
-        elif isinstance(event, PodFailed):
-            self._state[str(event.pod)] = "failed"
-            self.failures[str(event.pod)] = event.reason
-            self._write(
-                self.err, f'error when evicting pods/"{event.pod.name}" -n "{event.pod.namespace}": {event.reason}'
-            )
-        elif isinstance(event, ev.NodeDrained):
-            self._write(self.out, f"node/{event.node} drained{_dry(event.dry_run)}")
-        elif isinstance(event, ev.NodeDrainFailed):
-            self.node_failures.append(event)
-            self._write(
-                self.err,
-                f'error: unable to drain node "{event.node}" due to error: {event.reason}, continuing command...',
-            )
-        elif isinstance(event, ev.WaitingForWorkloads):
-            self._write(
-                self.out,
-                "waiting for evicted workloads to be available before the next batch: "
-                + ", ".join(map(str, event.workloads)),
-            )
-        elif isinstance(event, ev.WorkloadsAvailable):
-            self._write(self.out, f"workloads available again after {event.seconds:.1f}s")
-        elif isinstance(event, ev.DrainFinished):
-            self.close()
-            self._summary(event)
-
-    def _blocked_line(self, event: EvictionBlocked) -> str:
-        wait = max(0.0, event.next_try_by - time.time())
-        where = f"pod {event.pod} (node {event.pod.node})"
-        tail = f"blocked since {_clock(event.since)}" + (f", attempt {event.attempts}" if event.attempts else "")
-        if event.reason == "pdb-blocked":
-            counts = ""
-            if event.healthy is not None and event.needed is not None:
-                counts = f" (healthy {event.healthy}, needs {event.needed})"
-            return (
-                f"{where}: PodDisruptionBudget {event.pdb}{counts} allows no disruption now; {tail}; "
-                f"retrying as soon as it has room, {wait:.1f}s at the latest"
-            )
-        if event.reason == "pdb-status-stale":
-            return (
-                f"{where}: PodDisruptionBudget {event.pdb} is still being processed by the server; {tail}; "
-                f"retrying in {wait:.1f}s (Retry-After {event.retry_after:g}s)"
-            )
-        if event.reason == "throttled":
-            asked = f"Retry-After {event.retry_after:g}s" if event.retry_after is not None else "no Retry-After"
-            return f"{where}: the API server is throttling requests ({asked}); {tail}; retrying in {wait:.1f}s"
-        return f"{where}: {event.message}; {tail}; retrying in {wait:.1f}s"
-
-    def _summary(self, event: ev.DrainFinished) -> None:
-        if not event.failed:
-            return
-        self.err.write("There are pending nodes to be drained:\n")
-        for name in event.failed:
-            self.err.write(f" {name}\n")
-        for failure in self.node_failures:
-            state = "left cordoned" if failure.cordoned else "uncordoned"
-            self.err.write(f"node {failure.node} ({state}): {failure.reason}\n")
-            for pod in failure.pending:
-                self.err.write(f"  pod {pod}: {self.failures.get(pod, 'not removed')}\n")
-        self.err.flush()
+    if event.reason == BlockReason.PDB_STATUS_STALE:
+        return (
+            f"{where}: PodDisruptionBudget {event.pdb} is still being processed by the server; {tail}; "
+            f"retrying in {wait:.1f}s (Retry-After {event.retry_after:g}s)"
+        )
+    if event.reason == BlockReason.THROTTLED:
+        asked = f"Retry-After {event.retry_after:g}s" if event.retry_after is not None else "no Retry-After"
+        return f"{where}: the API server is throttling requests ({asked}); {tail}; retrying in {wait:.1f}s"
+    return f"{where}: {event.message}; {tail}; retrying in {wait:.1f}s"
 
 
-def print_plan(plan: ev.DrainPlanned, out: TextIO) -> None:
+def plan_lines(plan: ev.DrainPlanned) -> Iterator[str]:
     """The pre-flight plan as a table per node."""
     for node in plan.nodes:
         state = "cordoned" if node.cordoned else "schedulable"
-        out.write(f"node/{node.node} ({state}): {len(node.pods)} pods\n")
-        if not node.pods:
-            continue
-        rows = [("POD", "VERDICT", "PDB", "REASON")]
-        for pod in node.pods:
-            rows.append((str(pod.pod), pod.verdict, ",".join(pod.pdbs) or "-", pod.reason or "-"))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
-            out.write("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3] + "\n")
+        yield f"node/{node.node} ({state}): {len(node.pods)} pods"
+        if node.pods:
+            rows = [("POD", "VERDICT", "PDB", "REASON")]
+            for pod in node.pods:
+                rows.append((str(pod.pod), pod.verdict, ",".join(pod.pdbs) or "-", pod.reason or "-"))
+            widths = [max(len(r[i]) for r in rows) for i in range(3)]
+            for row in rows:
+                yield "  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         for error in node.errors:
-            out.write(f"  error: {error}\n")
+            yield f"  error: {error}"
         if node.warnings:
-            out.write(f"  Warning: {node.warnings}\n")
-    out.flush()
+            yield f"  Warning: {node.warnings}"
+
+
+def _planned(event: ev.DrainPlanned, _view: DrainView) -> Iterator[Line]:
+    for line in plan_lines(event):
+        yield "out", line
+
+
+#: the lines of the eviction events that drain and restart share
+EVICTION_FORMATTERS: dict[type[Event], Formatter] = {
+    EvictionStarted: _eviction_started,
+    EvictionBlocked: _blocked,
+    PodEvicted: _evicted,
+    PodGone: _gone,
+    PodSkippedWaiting: _skipped,
+    PodFailed: _failed,
+}
+
+DRAIN_FORMATTERS: dict[type[Event], Formatter] = {
+    **EVICTION_FORMATTERS,
+    ev.DrainPlanned: _planned,
+    ev.NodeCordoned: _cordoned,
+    ev.NodeUncordoned: _uncordoned,
+    ev.DrainWarning: _warning,
+    ev.BatchStarted: _batch,
+    ev.NodeDrained: _drained,
+    ev.NodeDrainFailed: _drain_failed,
+    ev.WaitingForWorkloads: _waiting_for_workloads,
+    ev.WorkloadsAvailable: _workloads_available,
+    ev.DrainFinished: _finished,
+}
+
+
+def drain_printer(out: TextIO, err: TextIO, *, live: bool = False) -> TextPrinter:
+    """The text printer of a drain (and of cordon / uncordon)."""
+    return TextPrinter(
+        out, err, view=DrainView(), fold=fold, formatters=DRAIN_FORMATTERS, final=(ev.DrainFinished,), live=live
+    )

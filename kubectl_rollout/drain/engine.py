@@ -39,51 +39,45 @@ from kubectl_rollout.drain.workload_availability import owning_workload, wait_un
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
-from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import PodEvicted
+from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
-from kubectl_rollout.kube.permissions import Permission, require
+from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 
-@dataclass(frozen=True, kw_only=True)
-class DrainOptions:
-    force: bool = False
-    ignore_daemonsets: bool = False
-    delete_emptydir_data: bool = False
-    #: seconds; -1 uses each pod's own terminationGracePeriodSeconds
-    grace_period: int = -1
-    #: seconds per node; 0 waits forever (kubectl's --timeout)
-    timeout: float = 0.0
-    pod_selector: str = ""
-    disable_eviction: bool = False
-    skip_wait_for_delete_timeout: int = 0
-    chunk_size: int = 500
-    dry_run: DryRun = DryRun.NONE
-    #: evictions in flight at once (requested, pod not gone yet); 0 means no limit
-    max_concurrent_evictions: int = 50
-    #: 0: cordon every node first, then drain them one by one (kubectl);
-    #: N: cordon and drain N nodes at a time, then wait for evicted workloads
-    node_batch: int = 0
-    uncordon_on_failure: bool = False
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_only: bool = False) -> list[Permission]:
+    """What a drain needs, checked before the first change (cordon and uncordon: ``read_only`` plus patch)."""
+    needed = [Permission("list", "nodes")] if by_selector else []
+    needed += [
+        Permission("get", "nodes"),
+        Permission("list", "pods"),
+        Permission("list", "poddisruptionbudgets", group="policy"),
+    ]
+    if not read_only and options.dry_run is not DryRun.CLIENT:
+        needed.append(Permission("patch", "nodes"))
+        if options.disable_eviction:
+            needed.append(Permission("delete", "pods"))
+        else:
+            needed.append(Permission("create", "pods", subresource="eviction"))
+    return needed
 
-    def eviction_settings(self) -> EvictionSettings:
-        return EvictionSettings(
-            grace_period=self.grace_period,
-            disable_eviction=self.disable_eviction,
-            dry_run=self.dry_run,
-            skip_wait_for_delete_timeout=self.skip_wait_for_delete_timeout,
-            max_concurrent_evictions=self.max_concurrent_evictions,
-            timeout=self.timeout,
-            retry=self.retry,
-        )
+
+def eviction_settings(options: DrainOptions) -> EvictionSettings:
+    return EvictionSettings(
+        grace_period=options.grace_period,
+        disable_eviction=options.disable_eviction,
+        dry_run=options.dry_run,
+        skip_wait_for_delete_timeout=options.skip_wait_for_delete_timeout,
+        max_concurrent_evictions=options.max_concurrent_evictions,
+        timeout=options.timeout,
+    )
 
 
 class DrainError(UserFacingError):
@@ -116,7 +110,7 @@ class DrainEngine:
         self.options = options
         self.emit = emit
         self.cancel = cancel or threading.Event()
-        self.evictor = PodEvictor(cluster, options.eviction_settings(), emit, cancel=self.cancel)
+        self.evictor = PodEvictor(cluster, eviction_settings(options), emit, cancel=self.cancel)
 
     # --- nodes --------------------------------------------------------------------------
 
@@ -138,21 +132,6 @@ class DrainEngine:
                     ) from err
                 raise
         return nodes
-
-    def check_permissions(self, *, action: str = "drain", by_selector: bool = False, read_only: bool = False) -> None:
-        needed = [Permission("list", "nodes")] if by_selector else []
-        needed += [
-            Permission("get", "nodes"),
-            Permission("list", "pods"),
-            Permission("list", "poddisruptionbudgets", group="policy"),
-        ]
-        if not read_only and self.options.dry_run is not DryRun.CLIENT:
-            needed.append(Permission("patch", "nodes"))
-            if self.options.disable_eviction:
-                needed.append(Permission("delete", "pods"))
-            else:
-                needed.append(Permission("create", "pods", subresource="eviction"))
-        require(self.cluster, needed, action=f"kubectl rollout-plus {action}")
 
     # --- planning -----------------------------------------------------------------------
 
@@ -347,6 +326,7 @@ class DrainEngine:
             self.emit(ev.DrainWarning(node=name, message=warnings))
         to_remove = eviction_order([pod for pod, verdict in judged if verdict.delete])
         dry_run = self.options.dry_run
+        self.emit(ev.NodeDrainStarted(node=name, pods=tuple(_ref(p, name) for p in to_remove), dry_run=dry_run))
         if self.options.dry_run is DryRun.NONE:
             record_node_event(
                 self.cluster, node, reason="Draining", message=f"Draining node: removing {len(to_remove)} pods"

@@ -36,12 +36,14 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import restart as rev
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.label_selectors import selector_to_string
+from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_available
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LeaseHeld, LeaseKeeper, WorkloadLease
@@ -72,6 +74,30 @@ class RestartTarget:
 
     def __str__(self) -> str:
         return f"{self.kind.lower()}/{self.name}"
+
+
+def restart_permissions(target: RestartTarget, dry_run: DryRun) -> list[Permission]:
+    """What a restart by eviction needs, checked before the first eviction."""
+    resource = f"{target.kind.lower()}s"
+    needed = [
+        Permission("get", resource, group="apps", namespace=target.namespace),
+        Permission("list", "pods", namespace=target.namespace),
+        Permission("watch", "pods", namespace=target.namespace),
+        Permission("list", "poddisruptionbudgets", group="policy", namespace=target.namespace),
+    ]
+    if target.kind == "Deployment":
+        needed.append(Permission("list", "replicasets", group="apps", namespace=target.namespace))
+    if dry_run is not DryRun.CLIENT:
+        needed.append(Permission("create", "pods", subresource="eviction", namespace=target.namespace))
+    if dry_run is DryRun.NONE:
+        # the cutoff that makes a stopped restart resumable is a label on the workload
+        needed.append(Permission("patch", resource, group="apps", namespace=target.namespace))
+        # the lease that keeps a second restart of the workload from running beside this one
+        needed += [
+            Permission(verb, "leases", group="coordination.k8s.io", namespace=target.namespace)
+            for verb in ("get", "create", "update", "delete")
+        ]
+    return needed
 
 
 def parse_target(text: str, namespace: str) -> RestartTarget:
@@ -223,9 +249,8 @@ class EvictionRestart:
             lease_name=f"rollout-plus.restart.{self.target.kind.lower()}.{self.target.name}",
             subject=f"{self.target} is being restarted",
             advice=(
-                "two restarts of one workload must not run at once: wait for it to finish "
-                f"(if it was stopped, kubectl rollout-plus restart {self.target} -n {self.target.namespace} "
-                "--resume continues it)"
+                "two restarts of one workload must not run at once: wait for it to finish (if it was stopped, "
+                f"{next_steps.restart_workload(str(self.target), self.target.namespace, resume=True)} continues it)"
             ),
         )
         keeper = LeaseKeeper(lease, self.cancel)
@@ -401,7 +426,7 @@ class EvictionRestart:
         if cutoff is None and self.resume:
             raise RestartError(
                 f"{self.target} has no unfinished restart to resume; nothing was changed. "
-                f"Start one with kubectl rollout-plus restart {self.target} -n {self.target.namespace}"
+                f"Start one with {next_steps.restart_workload(str(self.target), self.target.namespace)}"
             )
         return cutoff
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.watched_collection import WatchedCollection
@@ -124,7 +125,7 @@ class RolloutDriver:
             self.name,
             lease_name=record_name(self.name),
             subject=f'managed workload "{self.name}" is being driven',
-            advice="wait for it to finish, or follow it with kubectl rollout-plus status -w",
+            advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
         lease.acquire()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -168,7 +169,7 @@ class RolloutDriver:
                     return RolloutResult(
                         succeeded=False,
                         message="interrupted; the rollout continues with the next "
-                        "driver (kubectl rollout-plus status -w)",
+                        f"driver ({next_steps.follow_rollout(self.name)})",
                     )
                 if deadline is not None and time.monotonic() > deadline:
                     return RolloutResult(
@@ -234,7 +235,7 @@ class RolloutDriver:
             return RolloutResult(
                 succeeded=True,
                 message=f'workload "{spec.name}" is paused ({message}); resume it '
-                f"with kubectl rollout-plus resume {spec.name}",
+                f"with {next_steps.resume_workload(spec.name)}",
                 paused=True,
             )
         if done and not actions:

@@ -6,7 +6,7 @@ import io
 import json
 import time
 
-from kubectl_rollout.cli.drain_output import HumanPrinter
+from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
@@ -18,9 +18,10 @@ POD = PodRef(namespace="shop", name="web-1", node="node-a")
 
 def render(*events: Event, live: bool = False) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
-    printer = HumanPrinter(out, err, live=live)
+    printer = drain_printer(out, err, live=live)
+    stream = EventStream("job", printer)
     for event in events:
-        printer(event)
+        stream.emit(event)
     printer.close()
     return out.getvalue(), err.getvalue()
 

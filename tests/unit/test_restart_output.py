@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import io
 
-from kubectl_rollout.cli.restart_output import RestartPrinter
+from kubectl_rollout.cli.restart_output import restart_printer
 from kubectl_rollout.jobs.events import restart as rev
 from kubectl_rollout.jobs.events.base import Event, PodRef
+from kubectl_rollout.jobs.events.stream import EventStream
 
 POD = PodRef(namespace="shop", name="web-1", node="node-a")
 
 
 def render(*events: Event) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
-    printer = RestartPrinter(out, err, live=False)
+    stream = EventStream("job", restart_printer(out, err))
     for event in events:
-        printer(event)
+        stream.emit(event)
     return out.getvalue(), err.getvalue()
 
 

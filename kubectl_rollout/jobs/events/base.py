@@ -64,7 +64,7 @@ class Event:
         return None
 
     def fields_dict(self) -> dict[str, Any]:
-        return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def as_dict(self) -> dict[str, Any]:
         """The event alone: ``{"type": TYPE, ...fields}``."""
@@ -79,7 +79,7 @@ class Event:
             raise UnknownEvent(f"unknown event type {type_name!r}")
         if cls is not Event and not issubclass(event_class, cls):
             raise UnknownEvent(f"event type {type_name!r} is not a {cls.__name__}")
-        event: Event = _decode_dataclass(event_class, data)
+        event: Event = decode_dataclass(event_class, data)
         return event
 
     @staticmethod
@@ -145,15 +145,15 @@ Emit = Callable[[Event], None]
 # --- encoding ---------------------------------------------------------------------------
 
 
-def _encode(value: Any) -> Any:
+def encode_value(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list):
-        return [_encode(v) for v in value]
+        return [encode_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
+        return {str(k): encode_value(v) for k, v in value.items()}
     return value
 
 
@@ -166,7 +166,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _decode_dataclass(cls: type[Any], data: Mapping[str, Any]) -> Any:
+def decode_dataclass(cls: type[Any], data: Mapping[str, Any]) -> Any:
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
@@ -194,7 +194,7 @@ def _decode(hint: Any, value: Any) -> Any:
         if issubclass(hint, enum.Enum):
             return hint(value)
         if dataclasses.is_dataclass(hint):
-            return _decode_dataclass(hint, value)
+            return decode_dataclass(hint, value)
         if hint is float and isinstance(value, int):
             return float(value)
     return value

@@ -107,6 +107,17 @@ class DrainWarning(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeDrainStarted(Event):
+    """The node's pods that the drain removes, in eviction order (after the filters)."""
+
+    TYPE = "NodeDrainStarted"
+
+    node: str
+    pods: tuple[PodRef, ...]
+    dry_run: DryRun = DryRun.NONE
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeDrained(Event):
     TYPE = "NodeDrained"
 

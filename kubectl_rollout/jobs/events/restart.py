@@ -49,6 +49,9 @@ class WaitingForReplacement(Event):
     ready: int
     desired: int
 
+    def coalesce_key(self) -> str | None:
+        return f"replacement:{self.pod}"
+
 
 @dataclass(frozen=True, kw_only=True)
 class PodReplaced(Event):

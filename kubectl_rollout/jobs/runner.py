@@ -1,0 +1,134 @@
+"""The one way any job runs: a spec, an ``emit`` for its events and a cancel signal in; a result out.
+
+The CLI runs jobs in-process through ``run_job``; the agent runs the very same
+specs. Whatever happens, the stream opens with ``JobStarted`` and closes with
+``JobFinished``, and no exception escapes: an error the engine raises (a
+missing permission, a node that does not exist) ends the job as failed with
+that error's one line and exit code.
+
+Cancellation is cooperative: the engines check the signal between steps (a
+drain starts no new eviction once it is set and leaves its nodes cordoned; a
+restart stops after the pod in flight; a rollout leaves its record as it was
+after its last complete step).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
+from kubectl_rollout.eviction.pod_evictor import EvictionSettings
+from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.events.eviction import DryRun
+from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
+from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.jobs.spec import Connection, JobKind, JobResult, JobSpec
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
+from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.kube.permissions import require
+from kubectl_rollout.restart.engine import EvictionRestart, parse_target, restart_permissions
+
+#: exit codes of the CLI contract
+EXIT_OK, EXIT_FAILED = 0, 1
+
+JobBody = Callable[[JobSpec, Cluster, Emit, threading.Event], JobResult]
+
+
+def connect_to(connection: Connection) -> Cluster:
+    """Open the job's cluster, reading the credentials from its kubeconfig files now."""
+    settings = ConnectionSettings(
+        context=connection.context, namespace=connection.namespace, request_timeout=connection.request_timeout
+    )
+    environ = {"KUBECONFIG": os.pathsep.join(connection.kubeconfig)} if connection.kubeconfig else None
+    return connect(settings, environ)
+
+
+def run_job(
+    spec: JobSpec, emit: Emit, cancel: threading.Event, *, cluster: Cluster | None = None, resumed: bool = False
+) -> JobResult:
+    """Run ``spec`` to its end. ``cluster``: an already open connection to use (the CLI's), else one is opened."""
+    emit(
+        JobStarted(
+            kind=spec.kind.value,
+            target=spec.target,
+            context=spec.connection.context,
+            namespace=spec.connection.namespace,
+            resumed=resumed,
+        )
+    )
+    try:
+        own = cluster is None
+        cluster = cluster if cluster is not None else connect_to(spec.connection)
+        try:
+            result = _BODIES[spec.kind](spec, cluster, emit, cancel)
+        finally:
+            if own:
+                cluster.close()
+    except UserFacingError as err:
+        result = JobResult(state=JobState.FAILED, exit_code=err.exit_code, error=err.message)
+    except ApiException as err:
+        result = JobResult(state=JobState.FAILED, exit_code=EXIT_FAILED, error=describe_api_error(err))
+    emit(JobFinished(state=result.state, exit_code=result.exit_code, summary=result.summary, error=result.error))
+    return result
+
+
+def _ended(ok: bool, cancel: threading.Event, summary: str) -> JobResult:
+    if ok:
+        return JobResult(state=JobState.SUCCEEDED, exit_code=EXIT_OK, summary=summary)
+    state = JobState.CANCELLED if cancel.is_set() else JobState.FAILED
+    return JobResult(state=state, exit_code=EXIT_FAILED, summary=summary)
+
+
+def _drain(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+    job = spec.drain
+    assert job is not None
+    engine = DrainEngine(cluster, job.options, emit, cancel=cancel)
+    try:
+        # Permissions first: a restricted user learns what is missing, not just "forbidden".
+        needed = drain_permissions(job.options, by_selector=bool(job.selector), read_only=job.plan_only)
+        require(cluster, needed, action=command("drain"))
+        targets = engine.resolve_nodes(list(job.nodes), job.selector)
+        if job.plan_only or job.options.dry_run is not DryRun.NONE:
+            emit(engine.plan(targets))
+            if job.plan_only:
+                return _ended(True, cancel, f"planned {len(targets)} node(s)")
+        finished = engine.run(targets)
+    finally:
+        engine.close()
+    drained = f"{len(finished.drained)} node(s) drained"
+    return _ended(finished.succeeded, cancel, drained + (f", {len(finished.failed)} failed" if finished.failed else ""))
+
+
+def _restart(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+    job = spec.restart
+    assert job is not None
+    try:
+        target = parse_target(job.workload, cluster.namespace)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    require(cluster, restart_permissions(target, job.dry_run), action=command("restart", str(target)))
+    engine = EvictionRestart(
+        cluster,
+        target,
+        emit,
+        settings=_restart_settings(job.grace_period, job.dry_run, job.timeout, target.namespace),
+        resume=job.resume,
+        cancel=cancel,
+    )
+    finished = engine.run()
+    summary = f"{target}: {finished.replaced} pod(s) replaced" + (f"; {finished.failure}" if finished.failure else "")
+    return _ended(not finished.failure, cancel, summary)
+
+
+def _restart_settings(grace_period: int, dry_run: DryRun, timeout: float, namespace: str) -> EvictionSettings:
+    return EvictionSettings(grace_period=grace_period, dry_run=dry_run, timeout=timeout, pdb_namespace=namespace)
+
+
+_BODIES: dict[JobKind, JobBody] = {
+    JobKind.DRAIN: _drain,
+    JobKind.RESTART: _restart,
+}

@@ -1,0 +1,142 @@
+"""A drain job's current state, folded from its events: per node, per pod, the batch and the wait."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events.base import Envelope, Event
+from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod
+
+
+class NodeState(enum.StrEnum):
+    SCHEDULABLE = "schedulable"
+    CORDONED = "cordoned"
+    DRAINING = "draining"
+    DRAINED = "drained"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeView:
+    name: str
+    state: NodeState = NodeState.SCHEDULABLE
+    cordoned: bool = False
+    #: pods the drain removes from this node, "namespace/name", in eviction order
+    pods: tuple[str, ...] = ()
+    evicted: int = 0
+    seconds: float = 0.0
+    reasons: tuple[str, ...] = ()
+    #: pods the failed drain left on the node
+    pending: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+_EMPTY: Mapping[str, NodeView] = MappingProxyType({})
+_NO_PODS: Mapping[str, PodView] = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrainView:
+    job: str = ""
+    last_seq: int = 0
+    started_at: float | None = None
+    updated_at: float | None = None
+    nodes: Mapping[str, NodeView] = field(default_factory=lambda: _EMPTY)
+    pods: Mapping[str, PodView] = field(default_factory=lambda: _NO_PODS)
+    plan: ev.DrainPlanned | None = None
+    batch: int = 0
+    #: --node-batch: the evicted workloads not yet available again
+    waiting_for: tuple[ev.WorkloadAvailability, ...] = ()
+    finished: ev.DrainFinished | None = None
+
+    def pods_in(self, state: PodState) -> list[PodView]:
+        return [p for p in self.pods.values() if p.state is state]
+
+    @property
+    def blocking_pdbs(self) -> dict[str, list[PodView]]:
+        """Each PDB that blocks pods now, with those pods."""
+        blocked: dict[str, list[PodView]] = {}
+        for pod in self.pods.values():
+            if pod.state is PodState.BLOCKED and pod.blocker is not None and pod.blocker.pdb:
+                blocked.setdefault(pod.blocker.pdb, []).append(pod)
+        return blocked
+
+
+def fold(view: DrainView, envelope: Envelope) -> DrainView:
+    """``view`` after ``envelope``; events of other jobs' kinds are ignored."""
+    if envelope.seq <= view.last_seq:
+        return view  # replayed: an attach from an older sequence number
+    event = envelope.event
+    stamped = dataclasses.replace(
+        view,
+        job=envelope.job,
+        last_seq=envelope.seq,
+        started_at=view.started_at if view.started_at is not None else envelope.at,
+        updated_at=envelope.at,
+    )
+    pods = fold_pod(stamped.pods, event)
+    if pods is not None:
+        return dataclasses.replace(stamped, pods=pods)
+    return _fold_drain(stamped, event)
+
+
+def _node(view: DrainView, name: str) -> NodeView:
+    return view.nodes.get(name) or NodeView(name=name)
+
+
+def _with_node(view: DrainView, node: NodeView) -> DrainView:
+    nodes = dict(view.nodes)
+    nodes[node.name] = node
+    return dataclasses.replace(view, nodes=nodes)
+
+
+def _fold_drain(view: DrainView, event: Event) -> DrainView:
+    if isinstance(event, ev.DrainPlanned):
+        for plan in event.nodes:
+            view = _with_node(view, dataclasses.replace(_node(view, plan.node), cordoned=plan.cordoned))
+        return dataclasses.replace(view, plan=event)
+    if isinstance(event, ev.NodeCordoned):
+        node = _node(view, event.node)
+        state: NodeState = NodeState.CORDONED if node.state is NodeState.SCHEDULABLE else node.state
+        return _with_node(view, dataclasses.replace(node, cordoned=True, state=state))
+    if isinstance(event, ev.NodeUncordoned):
+        node = _node(view, event.node)
+        state = NodeState.SCHEDULABLE if node.state is NodeState.CORDONED else node.state
+        return _with_node(view, dataclasses.replace(node, cordoned=False, state=state))
+    if isinstance(event, ev.DrainWarning):
+        node = _node(view, event.node)
+        return _with_node(view, dataclasses.replace(node, warnings=(*node.warnings, event.message)))
+    if isinstance(event, ev.NodeDrainStarted):
+        view = _with_node(
+            view,
+            dataclasses.replace(_node(view, event.node), state=NodeState.DRAINING, pods=tuple(map(str, event.pods))),
+        )
+        pods = dict(view.pods)
+        for ref in event.pods:
+            pods.setdefault(str(ref), PodView(pod=ref))
+        return dataclasses.replace(view, pods=pods)
+    if isinstance(event, ev.NodeDrained):
+        node = _node(view, event.node)
+        return _with_node(
+            view, dataclasses.replace(node, state=NodeState.DRAINED, evicted=event.evicted, seconds=event.seconds)
+        )
+    if isinstance(event, ev.NodeDrainFailed):
+        node = _node(view, event.node)
+        failed = dataclasses.replace(
+            node, state=NodeState.FAILED, cordoned=event.cordoned, reasons=event.reasons, pending=event.pending
+        )
+        return _with_node(view, failed)
+    if isinstance(event, ev.BatchStarted):
+        return dataclasses.replace(view, batch=event.index, waiting_for=())
+    if isinstance(event, ev.WaitingForWorkloads):
+        return dataclasses.replace(view, waiting_for=event.workloads)
+    if isinstance(event, ev.WorkloadsAvailable):
+        return dataclasses.replace(view, waiting_for=())
+    if isinstance(event, ev.DrainFinished):
+        return dataclasses.replace(view, finished=event, waiting_for=())
+    return view

@@ -1,0 +1,85 @@
+"""A restart by eviction's current state, folded from its events: the plan, each pod, the wait."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kubectl_rollout.jobs.events import restart as ev
+from kubectl_rollout.jobs.events.base import Envelope, Event, PodRef
+from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod
+
+_NO_PODS: Mapping[str, PodView] = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartView:
+    job: str = ""
+    last_seq: int = 0
+    started_at: float | None = None
+    updated_at: float | None = None
+    workload: str = ""
+    namespace: str = ""
+    #: the pods to replace, "namespace/name", in order
+    order: tuple[str, ...] = ()
+    pods: Mapping[str, PodView] = field(default_factory=lambda: _NO_PODS)
+    already_replaced: int = 0
+    #: why the first eviction waits (mid-rollout, degraded); empty once it started
+    waiting_to_start: str = ""
+    #: the pod whose replacement is awaited, with the workload's ready/desired counts
+    waiting_for: ev.WaitingForReplacement | None = None
+    finished: ev.RestartFinished | None = None
+
+    @property
+    def replaced(self) -> int:
+        return sum(1 for p in self.pods.values() if p.state is PodState.REPLACED)
+
+    @property
+    def left(self) -> int:
+        return len(self.order) - self.replaced
+
+
+def fold(view: RestartView, envelope: Envelope) -> RestartView:
+    if envelope.seq <= view.last_seq:
+        return view
+    stamped = dataclasses.replace(
+        view,
+        job=envelope.job,
+        last_seq=envelope.seq,
+        started_at=view.started_at if view.started_at is not None else envelope.at,
+        updated_at=envelope.at,
+    )
+    pods = fold_pod(stamped.pods, envelope.event)
+    if pods is not None:
+        return dataclasses.replace(stamped, pods=pods)
+    return _fold_restart(stamped, envelope.event)
+
+
+def _fold_restart(view: RestartView, event: Event) -> RestartView:
+    if isinstance(event, ev.RestartPlanned):
+        refs = [PodRef(namespace=event.namespace, name=name) for name in event.pods]
+        pods = dict(view.pods)
+        for ref in refs:
+            pods.setdefault(str(ref), PodView(pod=ref))
+        return dataclasses.replace(
+            view,
+            workload=event.workload,
+            namespace=event.namespace,
+            order=tuple(map(str, refs)),
+            pods=pods,
+            already_replaced=event.already_replaced,
+        )
+    if isinstance(event, ev.WaitingToStart):
+        return dataclasses.replace(view, waiting_to_start=event.reason)
+    if isinstance(event, ev.WaitingForReplacement):
+        return dataclasses.replace(view, waiting_for=event, waiting_to_start="")
+    if isinstance(event, ev.PodReplaced):
+        pods = dict(view.pods)
+        key = str(event.pod)
+        pods[key] = dataclasses.replace(pods.get(key) or PodView(pod=event.pod), state=PodState.REPLACED)
+        return dataclasses.replace(view, pods=pods, waiting_for=None)
+    if isinstance(event, ev.RestartFinished):
+        return dataclasses.replace(view, finished=event, waiting_for=None, waiting_to_start="")
+    return view
