@@ -86,8 +86,11 @@ def test_deployment_pods_are_replaced_one_at_a_time_without_a_new_revision(
     assert [rs.metadata.name for rs in cluster.apps.list_namespaced_replica_set(namespace).items] == replica_sets
     assert cluster.apps.read_namespaced_deployment("web", namespace).metadata.generation == generation
     kinds = [e["type"] for e in events(result)]
-    assert kinds[0] == "RestartPlanned"
-    assert kinds[-1] == "RestartFinished"
+    # The job's own events frame the restart's.
+    assert kinds[0] == "JobStarted"
+    assert kinds[-1] == "JobFinished"
+    assert kinds[1] == "RestartPlanned"
+    assert kinds[-2] == "RestartFinished"
     assert kinds.count("PodReplaced") == 3
     # One at a time: each replacement is available before the next eviction starts.
     evictions = [i for i, kind in enumerate(kinds) if kind == "EvictionStarted"]
@@ -331,7 +334,7 @@ def test_a_second_restart_of_the_same_workload_waits_for_the_lease_then_refuses(
     assert second.returncode == 1
     assert "deployment/web is being restarted by" in second.stderr, second.stderr
     assert f"lease {namespace}/rollout-plus.restart.deployment.web" in second.stderr
-    assert [e["type"] for e in events(second)] == ["WaitingToStart"], second.stdout
+    assert [e["type"] for e in events(second)] == ["JobStarted", "WaitingToStart", "JobFinished"], second.stdout
     assert '"type": "RestartFinished"' in first_rest
     after = uids(cluster, namespace, "web")
     assert len(after) == 4
