@@ -1,1 +1,9 @@
-"""The typed events of every job, in one envelope."""
+"""The typed events of every job, in one envelope (``base``).
+
+Importing this package registers every event type, so that ``Event.from_dict``
+decodes any of them, whichever module a consumer happened to import.
+"""
+
+from kubectl_rollout.jobs.events import drain, eviction, job, restart
+
+__all__ = ["drain", "eviction", "job", "restart"]
