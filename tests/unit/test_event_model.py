@@ -114,3 +114,11 @@ def test_the_stream_numbers_events_from_one_in_order() -> None:
     assert [e.seq for e in seen] == [1, 2, 3]
     assert {e.job for e in seen} == {"job-x"}
     assert stream.next_seq == 4
+
+
+def test_the_readme_documents_every_event_type() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    missing = [name for name, _ in EVENT_TYPES if f"`{name}`" not in readme]
+    assert missing == [], f"README's Events section lacks {missing}"
