@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.serialization import to_plain
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.rollout import replica_sets
 from kubectl_rollout.rollout.record import (
@@ -42,10 +43,6 @@ class AdoptionError(UserFacingError):
     pass
 
 
-def _plain(obj: Any) -> Any:
-    return client.ApiClient().sanitize_for_serialization(obj)
-
-
 def manifest_of(deployment: Any) -> dict[str, Any]:
     """The Deployment as a manifest: its spec as the API server holds it, without controller bookkeeping."""
     metadata = deployment.metadata
@@ -59,12 +56,12 @@ def manifest_of(deployment: Any) -> dict[str, Any]:
             "labels": metadata.labels or {},
             "annotations": annotations,
         },
-        "spec": _plain(deployment.spec),
+        "spec": to_plain(deployment.spec),
     }
 
 
 def _template_without_hash(rs: Any) -> dict[str, Any]:
-    template = _plain(rs.spec.template)
+    template = to_plain(rs.spec.template)
     labels = (template.get("metadata") or {}).get("labels") or {}
     labels.pop(HASH_LABEL, None)
     return dict(template)
@@ -145,11 +142,11 @@ def adopt(cluster: Cluster, namespace: str, name: str) -> Record:
                         spec.template if is_new else template, sort_keys=True, separators=(",", ":")
                     ),
                 },
-                "ownerReferences": [_plain(record.owner_reference())],
+                "ownerReferences": [to_plain(record.owner_reference())],
             }
         }
         call_with_retry(cluster.apps.patch_namespaced_replica_set, rs.metadata.name, namespace, patch)
-    status = RolloutStatus.from_dict(_plain(deployment.status))
+    status = RolloutStatus.from_dict(to_plain(deployment.status))
     return save_status(cluster, read(cluster, namespace, name), status)
 
 

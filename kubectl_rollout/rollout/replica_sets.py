@@ -14,11 +14,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.serialization import to_plain
 from kubectl_rollout.rollout.plan import ManagedReplicaSet, surge_annotation
 from kubectl_rollout.rollout.record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
 from kubectl_rollout.rollout.spec import WorkloadSpec
@@ -114,7 +114,7 @@ def _manifest(record: Record, replicas: int, revision: int, collision_count: int
             "namespace": spec.namespace,
             "labels": {**template["metadata"]["labels"], WORKLOAD_LABEL: spec.name},
             "annotations": annotations,
-            "ownerReferences": [client.ApiClient().sanitize_for_serialization(record.owner_reference())],
+            "ownerReferences": [to_plain(record.owner_reference())],
         },
         "spec": {
             "replicas": replicas,
@@ -184,7 +184,7 @@ def template_of(rs: Any) -> dict[str, Any]:
     kept = (rs.metadata.annotations or {}).get(TEMPLATE)
     if kept:
         return dict(json.loads(kept))
-    raw = client.ApiClient().sanitize_for_serialization(rs.spec.template)
+    raw = to_plain(rs.spec.template)
     labels = (raw.get("metadata") or {}).get("labels") or {}
     labels.pop(HASH_LABEL, None)
     return dict(raw)
