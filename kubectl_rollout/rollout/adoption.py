@@ -33,7 +33,7 @@ from kubectl_rollout.rollout.record import (
 )
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus
-from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash
+from kubectl_rollout.rollout.template_hash import pod_template_hash
 
 #: annotations the Deployment controller owns; they do not belong in a manifest
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision", "kubectl.kubernetes.io/last-applied-configuration")
@@ -58,13 +58,6 @@ def manifest_of(deployment: Any) -> dict[str, Any]:
         },
         "spec": to_plain(deployment.spec),
     }
-
-
-def _template_without_hash(rs: Any) -> dict[str, Any]:
-    template = to_plain(rs.spec.template)
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    labels.pop(HASH_LABEL, None)
-    return dict(template)
 
 
 def _wait_gone(cluster: Cluster, list_func: Any, namespace: str, name: str, timeout: float = 60) -> None:
@@ -129,7 +122,7 @@ def adopt(cluster: Cluster, namespace: str, name: str) -> Record:
 
     current = json.dumps(spec.template, sort_keys=True)
     for rs in owned:
-        template = _template_without_hash(rs)
+        template = replica_sets.template_without_hash(rs)
         is_new = json.dumps(template, sort_keys=True) == current
         patch = {
             "metadata": {

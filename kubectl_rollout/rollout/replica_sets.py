@@ -23,7 +23,7 @@ from kubectl_rollout.rollout.plan import ManagedReplicaSet, surge_annotation
 from kubectl_rollout.rollout.record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
 from kubectl_rollout.rollout.spec import WorkloadSpec
 from kubectl_rollout.rollout.state import ReplicaSetView
-from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash
+from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, without_hash_label
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -184,7 +184,9 @@ def template_of(rs: Any) -> dict[str, Any]:
     kept = (rs.metadata.annotations or {}).get(TEMPLATE)
     if kept:
         return dict(json.loads(kept))
-    raw = to_plain(rs.spec.template)
-    labels = (raw.get("metadata") or {}).get("labels") or {}
-    labels.pop(HASH_LABEL, None)
-    return dict(raw)
+    return template_without_hash(rs)
+
+
+def template_without_hash(rs: Any) -> dict[str, Any]:
+    """A ReplicaSet's pod template as its workload's spec holds it: without the hash label added to it."""
+    return without_hash_label(to_plain(rs.spec.template))
