@@ -14,9 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubectl_rollout.kube.names import DNS_SUBDOMAIN_PATTERN
+
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_KEY = re.compile(rf"^(({_DNS_SUBDOMAIN})/)?{_NAME}$")
+_KEY = re.compile(rf"^(({DNS_SUBDOMAIN_PATTERN})/)?{_NAME}$")
 _VALUE = re.compile(rf"^({_NAME})?$")
 _SET = re.compile(r"^(?P<key>\S+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
 _EQUALITY = re.compile(r"^(?P<key>[^=!\s]+)\s*(?P<op>==|=|!=)\s*(?P<value>\S*)$")

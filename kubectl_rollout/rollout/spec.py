@@ -22,8 +22,8 @@ from typing import Any
 
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.label_selectors import selector_matches_dict
+from kubectl_rollout.kube.names import DNS_SUBDOMAIN
 
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PERCENT = re.compile(r"^(\d+)%$")
 
 DEFAULT_SURGE = "25%"
