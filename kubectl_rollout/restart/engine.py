@@ -46,20 +46,9 @@ from kubectl_rollout.kube.label_selectors import selector_to_string
 from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_available
 from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_kinds import workload_kind
 from kubectl_rollout.kube.workload_lease import LeaseHeld, LeaseKeeper, WorkloadLease
 from kubectl_rollout.restart.record import cutoff_for, label_patch, predates, recorded_cutoff
-
-KINDS = {
-    "deployment": "Deployment",
-    "deployments": "Deployment",
-    "deploy": "Deployment",
-    "statefulset": "StatefulSet",
-    "statefulsets": "StatefulSet",
-    "sts": "StatefulSet",
-    "daemonset": "DaemonSet",
-    "daemonsets": "DaemonSet",
-    "ds": "DaemonSet",
-}
 
 
 class RestartError(UserFacingError):
@@ -102,13 +91,14 @@ def restart_permissions(target: RestartTarget, dry_run: DryRun) -> list[Permissi
 
 def parse_target(text: str, namespace: str) -> RestartTarget:
     """``deployment/web`` (or sts/…, ds/…) in ``namespace``; a ValueError says what is accepted."""
-    kind, slash, name = text.partition("/")
-    if not slash or not name or kind.lower().split(".")[0] not in KINDS:
+    kind_name, slash, name = text.partition("/")
+    kind = workload_kind(kind_name)
+    if not slash or not name or kind is None:
         raise ValueError(
             f'"{text}" is not a workload to restart by eviction: use deployment/NAME, statefulset/NAME or '
             "daemonset/NAME (a managed workload is restarted by its NAME alone)"
         )
-    return RestartTarget(kind=KINDS[kind.lower().split(".")[0]], name=name, namespace=namespace)
+    return RestartTarget(kind=kind, name=name, namespace=namespace)
 
 
 _ORDINAL = re.compile(r"-(\d+)$")
