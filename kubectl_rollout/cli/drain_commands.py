@@ -18,7 +18,7 @@ from click.shell_completion import CompletionItem
 from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
 from kubectl_rollout.cli.job_commands import Sink, connection_of, live, run_in_process
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
-from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
+from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
 from kubectl_rollout.drain.engine import DrainEngine
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import drain as ev
@@ -27,17 +27,9 @@ from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import connect
-from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import validate_label_selector
 from kubectl_rollout.kube.permissions import Permission, require
-
-
-def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param=param) from err
 
 
 def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -117,7 +109,7 @@ _selector_option = click.option(
 @click.option(
     "--timeout",
     default="0s",
-    callback=_duration,
+    callback=duration_callback,
     show_default=True,
     metavar="DURATION",
     help="The length of time to wait per node before giving up, zero means infinite.",

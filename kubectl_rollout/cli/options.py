@@ -36,7 +36,8 @@ class Group(click.Group):
             raise Failure(describe_api_error(err), 1) from err
 
 
-def _parse_request_timeout(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+def duration_callback(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """Click callback for a DURATION option (``90s``, ``1m30s``): seconds, or None when not given."""
     if value is None:
         return None
     try:
@@ -64,7 +65,7 @@ _GLOBAL_OPTIONS = (
         "--request-timeout",
         metavar="DURATION",
         default=None,
-        callback=_parse_request_timeout,
+        callback=duration_callback,
         help="How long to wait for a single API request before giving up, e.g. 1s, 2m. "
         "0 means no timeout. [default: 0]",
     ),
