@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -33,6 +34,12 @@ class LeaseHeld(UserFacingError):
 
 def identity() -> str:
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def expires_at(spec: Any) -> float:
+    """When a lease as written lapses, in seconds since the epoch (0: never taken)."""
+    renewed = spec.renew_time or spec.acquire_time
+    return float(renewed.timestamp() + (spec.lease_duration_seconds or LEASE_SECONDS)) if renewed else 0.0
 
 
 class WorkloadLease:
@@ -74,10 +81,7 @@ class WorkloadLease:
             if err.status == 404:
                 return 0.0
             raise
-        spec = current.spec
-        renewed = spec.renew_time or spec.acquire_time
-        expires = renewed.timestamp() + (spec.lease_duration_seconds or LEASE_SECONDS) if renewed else 0.0
-        return max(0.0, expires - time.time())
+        return max(0.0, expires_at(current.spec) - time.time())
 
     def acquire(self) -> None:
         """Take the lease, or raise LeaseHeld naming who holds it and until when."""
@@ -91,8 +95,7 @@ class WorkloadLease:
                 raise
         current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
         spec = current.spec
-        renewed = spec.renew_time or spec.acquire_time
-        expires = renewed.timestamp() + (spec.lease_duration_seconds or LEASE_SECONDS) if renewed else 0.0
+        expires = expires_at(spec)
         if spec.holder_identity and spec.holder_identity != self.holder and expires > time.time():
             raise LeaseHeld(
                 f"{self.subject} by {spec.holder_identity} (lease "
