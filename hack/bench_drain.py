@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 from bench_support import audit_requests, timed  # noqa: E402
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+from kubectl_rollout.kube.pods import is_ready  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench"
 KUBECTL = ROOT / ".bin" / "kubectl"
@@ -137,7 +138,7 @@ class ReadyLatency(threading.Thread):
                     continue
                 now = time.monotonic()
                 self.first_seen.setdefault(name, now)
-                ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+                ready = is_ready(pod)
                 if ready and name not in self.known:
                     self.known.add(name)
                     self.latencies.append(now - self.first_seen[name])

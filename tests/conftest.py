@@ -20,6 +20,7 @@ from pathlib import Path
 import manifests
 import pytest
 import watching
+from cluster_setup import create_namespace
 from kubernetes import client
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
@@ -73,16 +74,7 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     stem = request.node.name.lower().replace("_", "-")
     stem = "".join(ch for ch in stem if ch.isalnum() or ch == "-")[:40].strip("-")
     name = f"{stem}-{uuid.uuid4().hex[:6]}"
-    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    # The service-account controller creates "default"; until it has, the
-    # ServiceAccount admission plugin refuses every pod in the namespace.
-    watching.until(
-        cluster.core.list_namespaced_service_account,
-        lambda sa: sa.metadata.name == "default",
-        namespace=name,
-        timeout=30,
-        what=f"serviceaccount default in {name}",
-    )
+    create_namespace(cluster, name)
     yield name
     try:
         cluster.core.delete_namespace(name)

@@ -13,13 +13,14 @@ from typing import Any
 from kubernetes import watch
 
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.pods import is_ready
 from kubectl_rollout.kube.watched_collection import stop_watch
 
 
 def is_healthy(pod: Any) -> bool:
     if pod.metadata.deletion_timestamp is not None:
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+    return is_ready(pod)
 
 
 class HealthyPods:

@@ -13,14 +13,12 @@ from typing import Any
 import manifests
 import pytest
 import watching
+from cluster_setup import deploy
 from kubernetes import client, watch
 
 from kubectl_rollout.eviction.refusal import Refusal, classify_refusal
 from kubectl_rollout.kube.cluster_access import Cluster
-
-
-def _ready(pod: Any) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+from kubectl_rollout.kube.pods import is_ready
 
 
 def _pdb_settled(expected_pods: int, healthy: int) -> Any:
@@ -36,23 +34,12 @@ def _pdb_settled(expected_pods: int, healthy: int) -> Any:
     return settled
 
 
-def _deploy(cluster: Cluster, namespace: str, name: str, replicas: int, **kwargs: Any) -> None:
-    cluster.apps.create_namespaced_deployment(namespace, manifests.deployment(name, replicas=replicas, **kwargs))
-    watching.until(
-        cluster.apps.list_namespaced_deployment,
-        lambda d: d.metadata.name == name and (d.status.available_replicas or 0) == replicas,
-        namespace=namespace,
-        timeout=60,
-        what=f"deployment {name} to have {replicas} available",
-    )
-
-
 def test_deployment_reaches_three_available_replicas_through_kwok(cluster: Cluster, namespace: str) -> None:
-    _deploy(cluster, namespace, "web", 3)
+    deploy(cluster, namespace, "web", 3)
 
     pods = cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items
     assert len(pods) == 3
-    assert all(_ready(p) and p.status.phase == "Running" for p in pods)
+    assert all(is_ready(p) and p.status.phase == "Running" for p in pods)
     # Scheduled by the real scheduler onto kwok's fake nodes.
     assert all(p.spec.node_name and p.spec.node_name.startswith("kwok-node-") for p in pods)
     replica_sets = cluster.apps.list_namespaced_replica_set(namespace, label_selector="app=web").items
@@ -60,7 +47,7 @@ def test_deployment_reaches_three_available_replicas_through_kwok(cluster: Clust
 
 
 def test_disruption_controller_fills_pdb_status(cluster: Cluster, namespace: str) -> None:
-    _deploy(cluster, namespace, "web", 3)
+    deploy(cluster, namespace, "web", 3)
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=2))
 
     pdb = watching.until(
@@ -76,7 +63,7 @@ def test_disruption_controller_fills_pdb_status(cluster: Cluster, namespace: str
 
 
 def test_eviction_blocked_by_pdb_answers_429_with_disruption_budget_cause(cluster: Cluster, namespace: str) -> None:
-    _deploy(cluster, namespace, "web", 2)
+    deploy(cluster, namespace, "web", 2)
     cluster.policy.create_namespaced_pod_disruption_budget(
         namespace, manifests.pdb("web-pdb", app="web", max_unavailable=0)
     )
@@ -107,7 +94,7 @@ def test_eviction_blocked_by_pdb_answers_429_with_disruption_budget_cause(cluste
 
 
 def test_eviction_allowed_by_pdb_deletes_the_pod(cluster: Cluster, namespace: str) -> None:
-    _deploy(cluster, namespace, "web", 2)
+    deploy(cluster, namespace, "web", 2)
     cluster.policy.create_namespaced_pod_disruption_budget(
         namespace, manifests.pdb("web", app="web", max_unavailable=1)
     )
@@ -130,7 +117,7 @@ def test_eviction_allowed_by_pdb_deletes_the_pod(cluster: Cluster, namespace: st
     # The ReplicaSet controller replaces the evicted pod.
     watching.until(
         cluster.core.list_namespaced_pod,
-        lambda p: p.metadata.name not in original and _ready(p),
+        lambda p: p.metadata.name not in original and is_ready(p),
         namespace=namespace,
         timeout=20,
         what="a Ready replacement pod",
@@ -173,7 +160,7 @@ def test_delayed_ready_pod_becomes_ready_after_the_delay_asked(cluster: Cluster,
     seen = _follow_pod(cluster, namespace, created, delay + 4)
 
     running_at = next(t for t, p in seen if p.status.phase == "Running")
-    ready_at = next(t for t, p in seen if _ready(p))
+    ready_at = next(t for t, p in seen if is_ready(p))
     assert delay - 0.1 <= ready_at - running_at <= delay + READY_DELAY_TOLERANCE, ready_at - running_at
 
 
@@ -186,9 +173,9 @@ def test_never_ready_pod_stays_unready(cluster: Cluster, namespace: str) -> None
     seen = _follow_pod(cluster, namespace, stuck, 4)
 
     control = cluster.core.read_namespaced_pod("control", namespace)
-    assert _ready(control), "the control pod, started alongside, must have become Ready meanwhile"
+    assert is_ready(control), "the control pod, started alongside, must have become Ready meanwhile"
     assert any(p.status.phase == "Running" for _, p in seen)
-    assert not any(_ready(p) for _, p in seen)
+    assert not any(is_ready(p) for _, p in seen)
 
 
 def test_crash_looping_pod_shows_crash_loop_back_off_with_growing_restarts(cluster: Cluster, namespace: str) -> None:
@@ -205,7 +192,7 @@ def test_crash_looping_pod_shows_crash_loop_back_off_with_growing_restarts(clust
     restarts = [s.restart_count for s in statuses]
     assert restarts == sorted(restarts)
     assert restarts[-1] >= 3
-    assert not any(_ready(p) for _, p in seen)
+    assert not any(is_ready(p) for _, p in seen)
 
 
 def test_image_pull_back_off_pod_stays_pending(cluster: Cluster, namespace: str) -> None:
@@ -254,7 +241,7 @@ def test_pod_deletion_honours_the_grace_period(cluster: Cluster, namespace: str)
     for name in ("stubborn", "polite"):
         watching.until(
             cluster.core.list_namespaced_pod,
-            lambda p, n=name: p.metadata.name == n and _ready(p),
+            lambda p, n=name: p.metadata.name == n and is_ready(p),
             namespace=namespace,
             timeout=20,
             what=f"pod {name} Ready",

@@ -16,38 +16,12 @@ from typing import Any
 import manifests
 import pytest
 import watching
+from cluster_setup import create_namespace, deploy
 from invariants import HealthyPods
-from kubernetes import client
 from plugin import events, run_plugin
 
 from kubectl_rollout.kube.cluster_access import Cluster
-
-
-def deploy(
-    cluster: Cluster,
-    namespace: str,
-    name: str,
-    replicas: int,
-    *,
-    pool: str,
-    node: str | None = None,
-    annotations: dict[str, str] | None = None,
-    pod_spec: dict[str, Any] | None = None,
-    labels: dict[str, str] | None = None,
-    wait: bool = True,
-) -> None:
-    spec = {**manifests.placement(pool, node), **(pod_spec or {})}
-    cluster.apps.create_namespaced_deployment(
-        namespace, manifests.deployment(name, replicas=replicas, annotations=annotations, pod_spec=spec, labels=labels)
-    )
-    if wait:
-        watching.until(
-            cluster.apps.list_namespaced_deployment,
-            lambda d: d.metadata.name == name and (d.status.available_replicas or 0) == replicas,
-            namespace=namespace,
-            timeout=60,
-            what=f"deployment {name} available",
-        )
+from kubectl_rollout.kube.pods import is_ready
 
 
 def add_pdb(cluster: Cluster, namespace: str, name: str, *, app: str, expected: int, **spec: Any) -> None:
@@ -334,10 +308,7 @@ def test_plan_lists_every_pod_with_its_verdict(
     cluster.core.create_namespaced_pod(namespace, manifests.pod("bare", spec=manifests.placement(namespace)))
     watching.until(
         cluster.core.list_namespaced_pod,
-        lambda p: (
-            p.metadata.name == "bare"
-            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-        ),
+        lambda p: p.metadata.name == "bare" and is_ready(p),
         namespace=namespace,
         timeout=30,
         what="pod bare Ready",
@@ -419,14 +390,7 @@ def test_terminating_namespace_is_waited_out_like_kubectl(
 ) -> None:
     (target,) = dedicated_nodes(1)
     doomed = f"{namespace}-doomed"[:63]
-    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=doomed)))
-    watching.until(
-        cluster.core.list_namespaced_service_account,
-        lambda sa: sa.metadata.name == "default",
-        namespace=doomed,
-        timeout=30,
-        what="default service account",
-    )
+    create_namespace(cluster, doomed)
     held = manifests.deployment("held", replicas=1, pod_spec=manifests.placement(namespace))
     held["spec"]["template"]["metadata"]["finalizers"] = ["rollout-plus.test/hold"]
     cluster.apps.create_namespaced_deployment(doomed, held)

@@ -15,6 +15,7 @@ from typing import Any
 
 import manifests
 import watching
+from cluster_setup import deploy
 from invariants import HealthyPods
 from plugin import events, run_plugin
 
@@ -35,17 +36,6 @@ def restart_in_background(kubeconfig: Path, namespace: str, target: str) -> subp
 def uids(cluster: Cluster, namespace: str, app: str) -> dict[str, str]:
     pods = cluster.core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
     return {p.metadata.uid: p.metadata.name for p in pods if p.metadata.deletion_timestamp is None}
-
-
-def deploy(cluster: Cluster, namespace: str, name: str, replicas: int, **kwargs: Any) -> None:
-    cluster.apps.create_namespaced_deployment(namespace, manifests.deployment(name, replicas=replicas, **kwargs))
-    watching.until(
-        cluster.apps.list_namespaced_deployment,
-        lambda d: d.metadata.name == name and (d.status.available_replicas or 0) == replicas,
-        namespace=namespace,
-        timeout=60,
-        what=f"deployment {name} available",
-    )
 
 
 def statefulset(name: str, replicas: int) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import manifests
 import pytest
 import watching
 import yaml
+from cluster_setup import create_namespace
 from invariants import PodCensus
 from kubernetes import client
 from plugin import run_plugin
@@ -108,14 +109,7 @@ def shape(cluster: Cluster, namespace: str, app: str) -> list[tuple[int, int, st
 def twin(cluster: Cluster, namespace: str) -> Any:
     """A second namespace where the server's own Deployment controller runs the same manifest."""
     name = f"{namespace[:50]}-ctl"
-    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    watching.until(
-        cluster.core.list_namespaced_service_account,
-        lambda sa: sa.metadata.name == "default",
-        namespace=name,
-        timeout=30,
-        what="default service account",
-    )
+    create_namespace(cluster, name)
     yield name
     cluster.core.delete_namespace(name)
 
