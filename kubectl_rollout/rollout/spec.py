@@ -99,76 +99,20 @@ def _non_negative_int(document: Mapping[str, Any], key: str, default: int, path:
 
 def parse_workload(document: Mapping[str, Any], *, default_namespace: str) -> WorkloadSpec:
     """Default and validate a Deployment manifest; raise InvalidManifest listing every problem."""
-    kind, api_version = document.get("kind"), document.get("apiVersion")
     metadata = document.get("metadata") or {}
     name = str(metadata.get("name") or "")
-    if kind != "Deployment" or api_version != "apps/v1":
-        raise InvalidManifest(
-            f"expected an apps/v1 Deployment manifest, got {api_version or '?'} {kind or '?'}"
-            + (f' "{name}"' if name else "")
-            + "; managed workloads are described by ordinary apps/v1 Deployment manifests"
-        )
+    _require_deployment(document, name)
     errors: list[str] = []
-    if not name:
-        errors.append("metadata.name: Required value: name is required")
-    elif len(name) > 253 - len("rollout-plus.") or not DNS_SUBDOMAIN.match(name):
-        errors.append(
-            f"metadata.name: Invalid value: {_quote(name)}: a lowercase RFC 1123 subdomain of at most "
-            f"{253 - len('rollout-plus.')} characters"
-        )
+    _check_name(name, errors)
     namespace = str(metadata.get("namespace") or default_namespace)
 
     spec = document.get("spec") or {}
     replicas = _non_negative_int(spec, "replicas", 1, "spec.replicas", errors)
-
     selector = spec.get("selector")
     template = spec.get("template") or {}
-    template_labels = (template.get("metadata") or {}).get("labels") or {}
-    if not selector:
-        errors.append("spec.selector: Required value")
-    elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
-        errors.append("spec.selector: Invalid value: {}: empty selector is invalid for deployment")
-    elif not selector_matches_dict(selector, template_labels):
-        errors.append(
-            f"spec.template.metadata.labels: Invalid value: {json.dumps(template_labels, sort_keys=True)}: "
-            "`selector` does not match template `labels`"
-        )
-    containers = (template.get("spec") or {}).get("containers") or []
-    if not containers:
-        errors.append("spec.template.spec.containers: Required value")
-    for index, container in enumerate(containers):
-        if not container.get("name"):
-            errors.append(f"spec.template.spec.containers[{index}].name: Required value")
-        if not container.get("image"):
-            errors.append(f"spec.template.spec.containers[{index}].image: Required value")
-
-    strategy = spec.get("strategy") or {}
-    strategy_type = strategy.get("type") or "RollingUpdate"
-    surge: int | str = DEFAULT_SURGE
-    unavailable: int | str = DEFAULT_UNAVAILABLE
-    if strategy_type == "Recreate":
-        if strategy.get("rollingUpdate") is not None:
-            errors.append(
-                "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
-            )
-        surge, unavailable = 0, 0
-    elif strategy_type == "RollingUpdate":
-        rolling = strategy.get("rollingUpdate") or {}
-        surge = rolling.get("maxSurge", DEFAULT_SURGE)
-        unavailable = rolling.get("maxUnavailable", DEFAULT_UNAVAILABLE)
-        path = "spec.strategy.rollingUpdate"
-        _int_or_percent(unavailable, f"{path}.maxUnavailable", errors, at_most_100=True)
-        _int_or_percent(surge, f"{path}.maxSurge", errors, at_most_100=False)
-        if _is_zero(unavailable) and _is_zero(surge):
-            errors.append(
-                f"{path}.maxUnavailable: Invalid value: {_quote(unavailable)}: may not be 0 when `maxSurge` is 0"
-            )
-    else:
-        errors.append(
-            f"spec.strategy.type: Unsupported value: {_quote(strategy_type)}: supported values: "
-            '"Recreate", "RollingUpdate"'
-        )
-
+    _check_selector(selector, template, errors)
+    _check_containers(template, errors)
+    strategy_type, surge, unavailable = _strategy(spec.get("strategy") or {}, errors)
     min_ready = _non_negative_int(spec, "minReadySeconds", 0, "spec.minReadySeconds", errors)
     history = _non_negative_int(
         spec, "revisionHistoryLimit", DEFAULT_HISTORY_LIMIT, "spec.revisionHistoryLimit", errors
@@ -199,3 +143,79 @@ def parse_workload(document: Mapping[str, Any], *, default_namespace: str) -> Wo
         labels=dict(metadata.get("labels") or {}),
         annotations=dict(metadata.get("annotations") or {}),
     )
+
+
+def _require_deployment(document: Mapping[str, Any], name: str) -> None:
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    if kind != "Deployment" or api_version != "apps/v1":
+        raise InvalidManifest(
+            f"expected an apps/v1 Deployment manifest, got {api_version or '?'} {kind or '?'}"
+            + (f' "{name}"' if name else "")
+            + "; managed workloads are described by ordinary apps/v1 Deployment manifests"
+        )
+
+
+def _check_name(name: str, errors: list[str]) -> None:
+    # The record is a ConfigMap named rollout-plus.NAME, which must be a valid name too.
+    longest = 253 - len("rollout-plus.")
+    if not name:
+        errors.append("metadata.name: Required value: name is required")
+    elif len(name) > longest or not DNS_SUBDOMAIN.match(name):
+        errors.append(
+            f"metadata.name: Invalid value: {_quote(name)}: a lowercase RFC 1123 subdomain of at most "
+            f"{longest} characters"
+        )
+
+
+def _check_selector(selector: Any, template: Mapping[str, Any], errors: list[str]) -> None:
+    template_labels = (template.get("metadata") or {}).get("labels") or {}
+    if not selector:
+        errors.append("spec.selector: Required value")
+    elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        errors.append("spec.selector: Invalid value: {}: empty selector is invalid for deployment")
+    elif not selector_matches_dict(selector, template_labels):
+        errors.append(
+            f"spec.template.metadata.labels: Invalid value: {json.dumps(template_labels, sort_keys=True)}: "
+            "`selector` does not match template `labels`"
+        )
+
+
+def _check_containers(template: Mapping[str, Any], errors: list[str]) -> None:
+    containers = (template.get("spec") or {}).get("containers") or []
+    if not containers:
+        errors.append("spec.template.spec.containers: Required value")
+    for index, container in enumerate(containers):
+        if not container.get("name"):
+            errors.append(f"spec.template.spec.containers[{index}].name: Required value")
+        if not container.get("image"):
+            errors.append(f"spec.template.spec.containers[{index}].image: Required value")
+
+
+def _strategy(strategy: Mapping[str, Any], errors: list[str]) -> tuple[str, int | str, int | str]:
+    """The strategy's type, maxSurge and maxUnavailable, defaulted (Recreate: 0 and 0)."""
+    strategy_type = strategy.get("type") or "RollingUpdate"
+    surge: int | str = DEFAULT_SURGE
+    unavailable: int | str = DEFAULT_UNAVAILABLE
+    if strategy_type == "Recreate":
+        if strategy.get("rollingUpdate") is not None:
+            errors.append(
+                "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+            )
+        surge, unavailable = 0, 0
+    elif strategy_type == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate") or {}
+        surge = rolling.get("maxSurge", DEFAULT_SURGE)
+        unavailable = rolling.get("maxUnavailable", DEFAULT_UNAVAILABLE)
+        path = "spec.strategy.rollingUpdate"
+        _int_or_percent(unavailable, f"{path}.maxUnavailable", errors, at_most_100=True)
+        _int_or_percent(surge, f"{path}.maxSurge", errors, at_most_100=False)
+        if _is_zero(unavailable) and _is_zero(surge):
+            errors.append(
+                f"{path}.maxUnavailable: Invalid value: {_quote(unavailable)}: may not be 0 when `maxSurge` is 0"
+            )
+    else:
+        errors.append(
+            f"spec.strategy.type: Unsupported value: {_quote(strategy_type)}: supported values: "
+            '"Recreate", "RollingUpdate"'
+        )
+    return strategy_type, surge, unavailable
