@@ -7,13 +7,18 @@ are checked, still before any change.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import click
+import urllib3
+import yaml
 from click.shell_completion import CompletionItem
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
 
 from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
 from kubectl_rollout.cli.job_commands import Sink, connection_of, live, run_in_process
@@ -27,9 +32,14 @@ from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import connect
-from kubectl_rollout.kube.errors import UsageError
+from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.label_selectors import validate_label_selector
 from kubectl_rollout.kube.permissions import Permission, require
+
+log = logging.getLogger(__name__)
+
+#: what asking the cluster can raise: no usable kubeconfig, an API error, no connection
+_UNREACHABLE = (UserFacingError, ConfigException, yaml.YAMLError, ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -56,7 +66,9 @@ def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str
             names = [n.metadata.name for n in cluster.core.list_node().items]
         finally:
             cluster.close()
-    except Exception:
+    except _UNREACHABLE as err:
+        # No cluster, no candidates: TAB must never print a traceback into the prompt.
+        log.debug("no node names to complete: %s", err)
         return []
     return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]
 
