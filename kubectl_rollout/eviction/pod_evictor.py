@@ -12,6 +12,7 @@ Progress goes out as ``drain_events`` through ``emit``.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -67,6 +68,44 @@ class _Refused(Exception):
     def __init__(self, refusal: EvictionRefusal) -> None:
         super().__init__(refusal.message)
         self.refusal = refusal
+
+
+def _refusal_of(retry: tenacity.RetryCallState) -> EvictionRefusal:
+    assert retry.outcome is not None
+    refused = retry.outcome.exception()
+    assert isinstance(refused, _Refused)
+    return refused.refusal
+
+
+@dataclass(kw_only=True)
+class _Attempts:
+    """What one pod's eviction attempts and the waits between them share."""
+
+    #: the pod as judged: its UID is the one evicted and waited for
+    pod: Any
+    ref: PodRef
+    #: the watched pods that hold it
+    pods: WatchedCollection
+    deadline: float | None
+    #: None when deleting (--disable-eviction): no PDB is consulted
+    pdbs: PdbWatch | None
+    #: the freshest copy of the pod, taken between attempts as kubectl does
+    current: Any
+    #: requests sent so far
+    count: int = 0
+    first_blocked: float | None = None
+    last_refusal: EvictionRefusal | None = None
+    #: a place in the PDB's line won while sleeping, used by the next attempt
+    admission: Callable[[bool], None] | None = None
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def blocked_since(self) -> float:
+        """When the pod was first refused or queued (wall clock), set on first use."""
+        if self.first_blocked is None:
+            self.first_blocked = time.time()
+        return self.first_blocked
 
 
 class PodEvictor:
@@ -190,158 +229,143 @@ class PodEvictor:
     def _evict_with_retries(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> bool:
         """True when the pod turned out to be gone already (no slot held); otherwise
         the pod is terminating and an in-flight slot is held until it is gone."""
-        first_blocked: list[float] = []
-        last_refusal: list[EvictionRefusal] = []
-        #: a place in the PDB's line won while sleeping, used by the next attempt
-        admission: list[Callable[[bool], None]] = []
-        attempts = [0]
-        current = [pod]
-        pdbs = None if self.options.disable_eviction else self.pdbs()
-
-        def remaining() -> float | None:
-            return None if deadline is None else deadline - time.monotonic()
-
-        def wait_in_line(pdbs: PdbWatch, budget: Any) -> Callable[[bool], None] | None:
-            """Say who blocks the pod, then wait for the budget's room; the safety net's cap
-            bounds the wait, after which the server decides (a missed watch event costs no more)."""
-            if not first_blocked:
-                first_blocked.append(time.time())
-            left = remaining()
-            net = self.options.retry.max_backoff if left is None else min(left, self.options.retry.max_backoff)
-            status = budget.status
-            name = f"{budget.metadata.namespace}/{budget.metadata.name}"
-            self.emit(
-                ev.EvictionBlocked(
-                    pod=ref,
-                    reason=ev.BlockReason.PDB_BLOCKED,
-                    message=f"The disruption budget {budget.metadata.name} allows no disruption now",
-                    pdb=name,
-                    healthy=status.current_healthy if status else None,
-                    needed=status.desired_healthy if status else None,
-                    since=first_blocked[0],
-                    attempts=attempts[0],
-                    next_try_by=time.time() + net,
-                )
-            )
-            admitted = pdbs.wait_for_room(
-                budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel
-            )
-            if admitted is None:
-                if self.cancel.is_set():
-                    raise _Cancelled
-                left = remaining()
-                if left is not None and left <= 0:
-                    raise _Timeout
-            return admitted
-
-        def attempt() -> None:
-            if self.cancel.is_set():
-                raise _Cancelled
-            left = remaining()
-            if left is not None and left <= 0:
-                raise _Timeout
-            # Queue for the PDB first when it visibly has no room, instead of
-            # spending a request on a refusal we can already see coming.
-            admitted = admission.pop() if admission else None
-            if admitted is None and pdbs is not None:
-                selecting = pdbs.selecting(current[0])
-                if len(selecting) == 1 and blocks(selecting[0], current[0]):
-                    admitted = wait_in_line(pdbs, selecting[0])
-            attempts[0] += 1
-            self.emit(
-                ev.EvictionStarted(pod=ref, attempt=attempts[0], method=self.method, dry_run=self.options.dry_run)
-            )
-            self._take_slot()
-            try:
-                self._request_removal(current[0])
-            except _Refused:
-                self._release_slot()
-                if admitted is not None:
-                    admitted(False)
-                raise
-            if admitted is not None:
-                admitted(True)
-
-        def retryable(err: BaseException) -> bool:
-            if not isinstance(err, _Refused):
-                return False
-            refusal = err.refusal
-            if refusal.reason is Refusal.NAMESPACE_TERMINATING and current[0].metadata.deletion_timestamp:
-                return False  # already terminating: just wait for it to go, as kubectl does
-            return refusal.retryable
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            assert state.outcome is not None
-            refused = state.outcome.exception()
-            assert isinstance(refused, _Refused)
-            return self.options.retry.delay(refused.refusal, state.attempt_number)
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            assert state.outcome is not None
-            assert state.next_action is not None
-            refused = state.outcome.exception()
-            assert isinstance(refused, _Refused)
-            refusal = refused.refusal
-            last_refusal[:] = [refusal]
-            if not first_blocked:
-                first_blocked.append(time.time())
-            pdb_name = f"{pod.metadata.namespace}/{refusal.pdb_name}" if refusal.pdb_name else None
-            self.emit(
-                ev.EvictionBlocked(
-                    pod=ref,
-                    reason=ev.BlockReason(refusal.reason.value),
-                    message=refusal.cause_message or refusal.message,
-                    pdb=pdb_name,
-                    healthy=refusal.healthy,
-                    needed=refusal.needed,
-                    since=first_blocked[0],
-                    attempts=attempts[0],
-                    next_try_by=time.time() + state.next_action.sleep,
-                    retry_after=refusal.retry_after,
-                )
-            )
-
-        def sleep(seconds: float) -> None:
-            refusal = last_refusal[0]
-            left = remaining()
-            if left is not None:
-                seconds = min(seconds, max(left, 0.0))
-            if refusal.reason is Refusal.PDB_BLOCKED and refusal.pdb_name and pdbs is not None:
-                # Woken in line by the PDB's watch as soon as it has room;
-                # `seconds` is only the safety net's backoff.
-                admitted = pdbs.wait_for_room(
-                    pod.metadata.namespace, refusal.pdb_name, timeout=seconds, cancel=self.cancel
-                )
-                if admitted is not None:
-                    admission.append(admitted)
-            else:
-                self.cancel.wait(seconds)
-            # Take the freshest pod, as kubectl does between attempts.
-            fresh = pods.get((pod.metadata.namespace, pod.metadata.name))
-            if fresh is not None and fresh.metadata.uid == pod.metadata.uid:
-                current[0] = fresh
-
+        state = _Attempts(
+            pod=pod,
+            ref=ref,
+            pods=pods,
+            deadline=deadline,
+            pdbs=None if self.options.disable_eviction else self.pdbs(),
+            current=pod,
+        )
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(retryable),
-            wait=wait,
-            sleep=sleep,
-            before_sleep=before_sleep,
+            retry=tenacity.retry_if_exception(functools.partial(self._retryable, state)),
+            wait=self._backoff,
+            sleep=functools.partial(self._sleep, state),
+            before_sleep=functools.partial(self._announce_refusal, state),
             stop=tenacity.stop_never,
             reraise=True,
         )
         try:
-            retrying(attempt)
+            retrying(self._attempt, state)
         except _Refused as refused:
             refusal = refused.refusal
             if refusal.reason is Refusal.POD_GONE:
                 return True
-            if refusal.reason is Refusal.NAMESPACE_TERMINATING and current[0].metadata.deletion_timestamp:
+            if refusal.reason is Refusal.NAMESPACE_TERMINATING and state.current.metadata.deletion_timestamp:
                 # Terminating already: wait for it to go, holding a slot like any eviction in flight.
                 self._take_slot()
                 return False
             raise
         self.emit(ev.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run))
         return False
+
+    def _stop_if_cancelled_or_late(self, state: _Attempts) -> None:
+        if self.cancel.is_set():
+            raise _Cancelled
+        left = state.remaining()
+        if left is not None and left <= 0:
+            raise _Timeout
+
+    def _attempt(self, state: _Attempts) -> None:
+        """One eviction (or deletion) request; raises _Refused with the server's answer."""
+        self._stop_if_cancelled_or_late(state)
+        # Queue for the PDB first when it visibly has no room, instead of
+        # spending a request on a refusal we can already see coming.
+        admitted, state.admission = state.admission, None
+        if admitted is None and state.pdbs is not None:
+            selecting = state.pdbs.selecting(state.current)
+            if len(selecting) == 1 and blocks(selecting[0], state.current):
+                admitted = self._wait_in_line(state, state.pdbs, selecting[0])
+        state.count += 1
+        self.emit(
+            ev.EvictionStarted(pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run)
+        )
+        self._take_slot()
+        try:
+            self._request_removal(state.current)
+        except _Refused:
+            self._release_slot()
+            if admitted is not None:
+                admitted(False)
+            raise
+        if admitted is not None:
+            admitted(True)
+
+    def _wait_in_line(self, state: _Attempts, pdbs: PdbWatch, budget: Any) -> Callable[[bool], None] | None:
+        """Say who blocks the pod, then wait for the budget's room; the safety net's cap
+        bounds the wait, after which the server decides (a missed watch event costs no more)."""
+        since = state.blocked_since()
+        left = state.remaining()
+        net = self.options.retry.max_backoff if left is None else min(left, self.options.retry.max_backoff)
+        status = budget.status
+        self.emit(
+            ev.EvictionBlocked(
+                pod=state.ref,
+                reason=ev.BlockReason.PDB_BLOCKED,
+                message=f"The disruption budget {budget.metadata.name} allows no disruption now",
+                pdb=qualified(budget),
+                healthy=status.current_healthy if status else None,
+                needed=status.desired_healthy if status else None,
+                since=since,
+                attempts=state.count,
+                next_try_by=time.time() + net,
+            )
+        )
+        admitted = pdbs.wait_for_room(budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel)
+        if admitted is None:
+            self._stop_if_cancelled_or_late(state)
+        return admitted
+
+    def _retryable(self, state: _Attempts, err: BaseException) -> bool:
+        if not isinstance(err, _Refused):
+            return False
+        refusal = err.refusal
+        if refusal.reason is Refusal.NAMESPACE_TERMINATING and state.current.metadata.deletion_timestamp:
+            return False  # already terminating: just wait for it to go, as kubectl does
+        return refusal.retryable
+
+    def _backoff(self, retry: tenacity.RetryCallState) -> float:
+        return self.options.retry.delay(_refusal_of(retry), retry.attempt_number)
+
+    def _announce_refusal(self, state: _Attempts, retry: tenacity.RetryCallState) -> None:
+        assert retry.next_action is not None
+        refusal = _refusal_of(retry)
+        state.last_refusal = refusal
+        since = state.blocked_since()
+        pdb_name = f"{state.pod.metadata.namespace}/{refusal.pdb_name}" if refusal.pdb_name else None
+        self.emit(
+            ev.EvictionBlocked(
+                pod=state.ref,
+                reason=ev.BlockReason(refusal.reason.value),
+                message=refusal.cause_message or refusal.message,
+                pdb=pdb_name,
+                healthy=refusal.healthy,
+                needed=refusal.needed,
+                since=since,
+                attempts=state.count,
+                next_try_by=time.time() + retry.next_action.sleep,
+                retry_after=refusal.retry_after,
+            )
+        )
+
+    def _sleep(self, state: _Attempts, seconds: float) -> None:
+        refusal = state.last_refusal
+        assert refusal is not None
+        left = state.remaining()
+        if left is not None:
+            seconds = min(seconds, max(left, 0.0))
+        if refusal.reason is Refusal.PDB_BLOCKED and refusal.pdb_name and state.pdbs is not None:
+            # Woken in line by the PDB's watch as soon as it has room;
+            # `seconds` is only the safety net's backoff.
+            state.admission = state.pdbs.wait_for_room(
+                state.pod.metadata.namespace, refusal.pdb_name, timeout=seconds, cancel=self.cancel
+            )
+        else:
+            self.cancel.wait(seconds)
+        # Take the freshest pod, as kubectl does between attempts.
+        fresh = state.pods.get((state.pod.metadata.namespace, state.pod.metadata.name))
+        if fresh is not None and fresh.metadata.uid == state.pod.metadata.uid:
+            state.current = fresh
 
     def _wait_until_gone(
         self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None, started: float
