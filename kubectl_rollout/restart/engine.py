@@ -120,6 +120,23 @@ def replacement_order(kind: str, pods: list[Any]) -> list[Any]:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """What the steps of one restart share: the workload's pods, watched, and how to count them."""
+
+    pods: WatchedCollection
+    #: UIDs of the controllers whose pods belong to the workload
+    owners: set[str]
+    desired: int
+    min_ready: int
+    deadline: float | None
+    evictor: PodEvictor
+
+    def owned(self, pod: Any) -> bool:
+        owner = controller_of(pod)
+        return owner is not None and owner.uid in self.owners
+
+
 class EvictionRestart:
     def __init__(
         self,
@@ -293,100 +310,120 @@ class EvictionRestart:
             label_selector=selector,
             description=f"pods of {self.target}",
         ).start()
-        evictor = PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel)
-        dry_run = self.settings.dry_run
+        run = _Run(
+            pods=pods,
+            owners=owners,
+            desired=desired,
+            min_ready=min_ready,
+            deadline=deadline,
+            evictor=PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel),
+        )
         replaced = 0
-        failure = ""
-        earlier: datetime | None = None
         wrote = False
         try:
-
-            def owned(pod: Any) -> bool:
-                owner = controller_of(pod)
-                return owner is not None and owner.uid in owners
-
-            current = [p for p in pods.snapshot() if owned(p) and p.metadata.deletion_timestamp is None]
-            earlier = self._earlier_cutoff(workload)
-            cutoff = earlier if self.resume else cutoff_for(current)
-            plan = replacement_order(
-                self.target.kind, [p for p in current if cutoff is not None and predates(p, cutoff)]
-            )
-            self.emit(
-                rev.RestartPlanned(
-                    workload=str(self.target),
-                    namespace=self.target.namespace,
-                    pods=tuple(p.metadata.name for p in plan),
-                    dry_run=dry_run,
-                    resumed=self.resume,
-                    already_replaced=len(current) - len(plan),
-                    supersedes_unfinished=earlier is not None and not self.resume,
-                )
-            )
-            if self.settings.dry_run is not DryRun.CLIENT:
-                # The status said settled; the pods must agree before the first eviction.
-                short = self._wait_for_all_available(
-                    pods,
-                    owned,
-                    desired,
-                    min_ready,
-                    deadline,
-                    lambda n: self.emit(
-                        rev.WaitingToStart(
-                            workload=str(self.target),
-                            namespace=self.target.namespace,
-                            reason=f"{n} of {desired} pods available",
-                        )
-                    ),
-                )
-                if short is not None:
-                    failure = (
-                        self._why_cancelled()
-                        if self.cancel.is_set()
-                        else (f"only {short} of {desired} pods were available within the timeout; no pod was evicted")
-                    )
-                    plan = []
+            plan, cutoff, earlier = self._plan(run, workload)
+            failure = "" if self.settings.dry_run is DryRun.CLIENT else self._wait_until_whole(run)
+            if failure:
+                plan = []
             if plan and cutoff is not None and self.settings.dry_run is DryRun.NONE and not self.resume:
                 if cutoff != earlier:
                     self._record(cutoff)
                 wrote = True
-            for index, pod in enumerate(plan, start=1):
-                if self.settings.dry_run is DryRun.CLIENT:
-                    replaced += 1
-                    continue
-                if self.cancel.is_set():
-                    failure = self._why_cancelled()
-                    break
-                ref = PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=pod.spec.node_name or "")
-                began = time.monotonic()
-                failure = evictor.remove(pod, ref, pods, deadline)
-                if failure:
-                    break
-                if self.settings.dry_run is DryRun.SERVER:
-                    replaced += 1
-                    continue
-                short = self._wait_for_all_available(
-                    pods,
-                    owned,
-                    desired,
-                    min_ready,
-                    deadline,
-                    functools.partial(self._announce_replacement, ref, desired),
-                )
-                if short is not None:
-                    failure = (
-                        self._why_cancelled()
-                        if self.cancel.is_set()
-                        else (
-                            f"the replacement of pod {ref} was not available within the timeout "
-                            f"({short} of {desired} pods available); the remaining pods were left alone"
-                        )
-                    )
-                    break
-                replaced += 1
-                self.emit(rev.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began))
+            if not failure:
+                replaced, failure = self._replace_in_order(run, plan)
         finally:
-            evictor.close()
+            run.evictor.close()
             pods.stop()
+        return self._finish(started, replaced=replaced, failure=failure, wrote=wrote, earlier=earlier)
+
+    def _plan(self, run: _Run, workload: Any) -> tuple[list[Any], datetime | None, datetime | None]:
+        """The pods to replace, in order, announced; with this restart's cutoff and the one it found."""
+        current = [p for p in run.pods.snapshot() if run.owned(p) and p.metadata.deletion_timestamp is None]
+        earlier = self._earlier_cutoff(workload)
+        cutoff = earlier if self.resume else cutoff_for(current)
+        plan = replacement_order(self.target.kind, [p for p in current if cutoff is not None and predates(p, cutoff)])
+        self.emit(
+            rev.RestartPlanned(
+                workload=str(self.target),
+                namespace=self.target.namespace,
+                pods=tuple(p.metadata.name for p in plan),
+                dry_run=self.settings.dry_run,
+                resumed=self.resume,
+                already_replaced=len(current) - len(plan),
+                supersedes_unfinished=earlier is not None and not self.resume,
+            )
+        )
+        return plan, cutoff, earlier
+
+    def _wait_until_whole(self, run: _Run) -> str:
+        """The status said settled; the pods must agree before the first eviction. "" or why not."""
+        desired = run.desired
+        short = self._wait_for_all_available(
+            run.pods,
+            run.owned,
+            desired,
+            run.min_ready,
+            run.deadline,
+            lambda n: self.emit(
+                rev.WaitingToStart(
+                    workload=str(self.target),
+                    namespace=self.target.namespace,
+                    reason=f"{n} of {desired} pods available",
+                )
+            ),
+        )
+        if short is None:
+            return ""
+        return (
+            self._why_cancelled()
+            if self.cancel.is_set()
+            else (f"only {short} of {desired} pods were available within the timeout; no pod was evicted")
+        )
+
+    def _replace_in_order(self, run: _Run, plan: list[Any]) -> tuple[int, str]:
+        """Evict the pods one at a time, each once the previous one's replacement is available.
+
+        Returns how many were replaced and, when it stopped early, why.
+        """
+        replaced = 0
+        for index, pod in enumerate(plan, start=1):
+            if self.settings.dry_run is DryRun.CLIENT:
+                replaced += 1
+                continue
+            if self.cancel.is_set():
+                return replaced, self._why_cancelled()
+            ref = PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=pod.spec.node_name or "")
+            began = time.monotonic()
+            failure = run.evictor.remove(pod, ref, run.pods, run.deadline)
+            if failure:
+                return replaced, failure
+            if self.settings.dry_run is DryRun.SERVER:
+                replaced += 1
+                continue
+            short = self._wait_for_all_available(
+                run.pods,
+                run.owned,
+                run.desired,
+                run.min_ready,
+                run.deadline,
+                functools.partial(self._announce_replacement, ref, run.desired),
+            )
+            if short is not None:
+                return replaced, (
+                    self._why_cancelled()
+                    if self.cancel.is_set()
+                    else (
+                        f"the replacement of pod {ref} was not available within the timeout "
+                        f"({short} of {run.desired} pods available); the remaining pods were left alone"
+                    )
+                )
+            replaced += 1
+            self.emit(rev.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began))
+        return replaced, ""
+
+    def _finish(
+        self, started: float, *, replaced: int, failure: str, wrote: bool, earlier: datetime | None
+    ) -> rev.RestartFinished:
         # The cutoff stays only while it saves work: after a failure, once some pod was replaced
         # (by this run or by the one it resumes).
         recorded = wrote or earlier is not None
@@ -399,7 +436,7 @@ class EvictionRestart:
             replaced=replaced,
             failure=failure,
             seconds=time.monotonic() - started,
-            dry_run=dry_run,
+            dry_run=self.settings.dry_run,
             resumable=recorded,
         )
         self.emit(finished)
