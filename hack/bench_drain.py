@@ -68,7 +68,7 @@ def pdb(name: str, max_unavailable: int | str) -> dict[str, Any]:
     }
 
 
-def set_cordoned(cluster: Cluster, nodes: list[str], cordoned: bool) -> None:
+def set_cordoned(cluster: Cluster, nodes: list[str], *, cordoned: bool) -> None:
     for node in nodes:
         cluster.core.patch_node(node, {"spec": {"unschedulable": True if cordoned else None}})
 
@@ -102,13 +102,13 @@ def prepare(
             break
         time.sleep(0.1)
     others = [n for n in all_nodes if n not in targets]
-    set_cordoned(cluster, others, True)
+    set_cordoned(cluster, others, cordoned=True)
     try:
         for app in apps:
             cluster.apps.create_namespaced_deployment(namespace, deployment(app, replicas, ready_after))
         wait_available(cluster, namespace, apps, replicas)
     finally:
-        set_cordoned(cluster, others, False)
+        set_cordoned(cluster, others, cordoned=False)
     for app in apps:
         cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb(app, max_unavailable))
     time.sleep(2)  # let the disruption controller fill the budgets' status
@@ -189,7 +189,7 @@ def large_scenario(cluster: Cluster, kubeconfig: Path, nodes: list[str]) -> dict
     elapsed, peak, result = timed(command, env)
     evicted = result.stdout.count(" evicted")
     cluster.core.delete_namespace("bench-large")
-    set_cordoned(cluster, targets, False)
+    set_cordoned(cluster, targets, cordoned=False)
     return {"seconds": elapsed, "peak_rss_mib": peak / 1024, "evicted": evicted}
 
 

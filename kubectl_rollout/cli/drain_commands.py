@@ -279,7 +279,7 @@ def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
     return plan_as_json_then_text, printer.close
 
 
-def _cordon_command(name: str, cordoned: bool) -> click.Command:
+def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     verb = "cordon" if cordoned else "uncordon"
 
     @click.command(name=name)
@@ -310,5 +310,5 @@ def _cordon_command(name: str, cordoned: bool) -> click.Command:
     return command
 
 
-cordon = _cordon_command("cordon", True)
-uncordon = _cordon_command("uncordon", False)
+cordon = _cordon_command("cordon", cordoned=True)
+uncordon = _cordon_command("uncordon", cordoned=False)

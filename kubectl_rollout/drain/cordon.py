@@ -12,7 +12,7 @@ def is_cordoned(node: Any) -> bool:
     return bool(node.spec and node.spec.unschedulable)
 
 
-def set_cordoned(cluster: Cluster, node: Any, cordoned: bool, *, dry_run: str = "none") -> bool:
+def set_cordoned(cluster: Cluster, node: Any, *, cordoned: bool, dry_run: str = "none") -> bool:
     """Cordon or uncordon ``node``; returns False when it already was. No write in client dry-run."""
     if is_cordoned(node) == cordoned:
         return False

@@ -241,14 +241,14 @@ class DrainEngine:
         self.evictor.close()
 
     def cordon(self, node: Any) -> None:
-        changed = set_cordoned(self.cluster, node, True, dry_run=self.options.dry_run)
+        changed = set_cordoned(self.cluster, node, cordoned=True, dry_run=self.options.dry_run)
         if changed and self.options.dry_run is DryRun.NONE:
             record_node_event(self.cluster, node, reason="Cordoned", message="Node cordoned by kubectl rollout-plus")
         self.emit(ev.NodeCordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
 
     def uncordon(self, node: Any) -> None:
         fresh = call_with_retry(self.cluster.core.read_node, node.metadata.name)
-        changed = set_cordoned(self.cluster, fresh, False, dry_run=self.options.dry_run)
+        changed = set_cordoned(self.cluster, fresh, cordoned=False, dry_run=self.options.dry_run)
         if changed and self.options.dry_run is DryRun.NONE:
             record_node_event(
                 self.cluster, node, reason="Uncordoned", message="Node uncordoned by kubectl rollout-plus"

@@ -44,15 +44,15 @@ class Outcome(enum.Enum):
     ERROR = "Error"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     delete: bool
     outcome: Outcome
     message: str = ""
 
 
-OKAY = Verdict(True, Outcome.OKAY)
-SKIP = Verdict(False, Outcome.SKIP)
+OKAY = Verdict(delete=True, outcome=Outcome.OKAY)
+SKIP = Verdict(delete=False, outcome=Outcome.SKIP)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,11 +90,11 @@ def make_filters(
         lookup = daemonsets.get((pod.metadata.namespace, ref.name), DaemonSetLookup(found=True))
         if not lookup.found:
             if lookup.not_found and options.force:
-                return Verdict(True, Outcome.WARNING, lookup.error)
-            return Verdict(False, Outcome.ERROR, lookup.error)
+                return Verdict(delete=True, outcome=Outcome.WARNING, message=lookup.error)
+            return Verdict(delete=False, outcome=Outcome.ERROR, message=lookup.error)
         if not options.ignore_daemonsets:
-            return Verdict(False, Outcome.ERROR, DAEMONSET_FATAL)
-        return Verdict(False, Outcome.WARNING, DAEMONSET_WARNING)
+            return Verdict(delete=False, outcome=Outcome.ERROR, message=DAEMONSET_FATAL)
+        return Verdict(delete=False, outcome=Outcome.WARNING, message=DAEMONSET_WARNING)
 
     def mirror(pod: Any) -> Verdict:
         return SKIP if MIRROR_POD_ANNOTATION in (pod.metadata.annotations or {}) else OKAY
@@ -103,15 +103,15 @@ def make_filters(
         if not any(v.empty_dir is not None for v in pod.spec.volumes or []) or is_finished(pod):
             return OKAY
         if not options.delete_emptydir_data:
-            return Verdict(False, Outcome.ERROR, LOCAL_STORAGE_FATAL)
-        return Verdict(True, Outcome.WARNING, LOCAL_STORAGE_WARNING)
+            return Verdict(delete=False, outcome=Outcome.ERROR, message=LOCAL_STORAGE_FATAL)
+        return Verdict(delete=True, outcome=Outcome.WARNING, message=LOCAL_STORAGE_WARNING)
 
     def unreplicated(pod: Any) -> Verdict:
         if is_finished(pod) or controller_of(pod) is not None:
             return OKAY
         if options.force:
-            return Verdict(True, Outcome.WARNING, UNMANAGED_WARNING)
-        return Verdict(False, Outcome.ERROR, UNMANAGED_FATAL)
+            return Verdict(delete=True, outcome=Outcome.WARNING, message=UNMANAGED_WARNING)
+        return Verdict(delete=False, outcome=Outcome.ERROR, message=UNMANAGED_FATAL)
 
     return [skip_deleted, daemonset, mirror, local_storage, unreplicated]
 

@@ -12,9 +12,8 @@ through and refused again simply queues again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_rollout.kube.label_selectors import selector_matches
 from kubectl_rollout.kube.pods import is_ready
@@ -55,6 +54,12 @@ def blocks(pdb: Any, pod: Any) -> bool:
     return unhealthy_pod_may_go(pdb, pod) is None and not has_room(pdb)
 
 
+class Admission(Protocol):
+    """A waiter let through a PDB's line, to be told whether the eviction it made was accepted."""
+
+    def __call__(self, *, accepted: bool) -> None: ...
+
+
 @dataclass
 class _Queue:
     waiters: list[object] = field(default_factory=list)
@@ -87,10 +92,10 @@ class PdbWatch:
         *,
         timeout: float | None,
         cancel: threading.Event | None,
-    ) -> Callable[[bool], None] | None:
+    ) -> Admission | None:
         """Wait in line until the PDB may allow one more disruption.
 
-        Returns a function to call with the eviction's outcome (True: accepted),
+        Returns a function to call with the eviction's outcome (``accepted=``),
         or None on timeout/cancel. A deleted PDB no longer blocks anything.
         """
         key = (namespace, name)
@@ -118,7 +123,7 @@ class PdbWatch:
             queue.admitted += 1
             version = queue.version
 
-        def done(accepted: bool) -> None:
+        def done(*, accepted: bool) -> None:
             # Refused after all: give the admission back if the status it was
             # counted against is still the current one.
             if accepted:

@@ -24,7 +24,7 @@ import tenacity
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.eviction.pdb_watch import PdbWatch, blocks
+from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.events import eviction as ev
@@ -96,7 +96,7 @@ class _Attempts:
     first_blocked: float | None = None
     last_refusal: EvictionRefusal | None = None
     #: a place in the PDB's line won while sleeping, used by the next attempt
-    admission: Callable[[bool], None] | None = None
+    admission: Admission | None = None
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -286,12 +286,12 @@ class PodEvictor:
         except _Refused:
             self._release_slot()
             if admitted is not None:
-                admitted(False)
+                admitted(accepted=False)
             raise
         if admitted is not None:
-            admitted(True)
+            admitted(accepted=True)
 
-    def _wait_in_line(self, state: _Attempts, pdbs: PdbWatch, budget: Any) -> Callable[[bool], None] | None:
+    def _wait_in_line(self, state: _Attempts, pdbs: PdbWatch, budget: Any) -> Admission | None:
         """Say who blocks the pod, then wait for the budget's room; the safety net's cap
         bounds the wait, after which the server decides (a missed watch event costs no more)."""
         since = state.blocked_since()
