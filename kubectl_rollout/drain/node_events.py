@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,6 @@ def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str,
         count=1,
     )
     try:
-        cluster.core.create_namespaced_event("default", event)
+        call_with_retry(cluster.core.create_namespaced_event, "default", event)
     except (ApiException, OSError) as err:
         log.debug("could not record event %s on node %s: %s", reason, node.metadata.name, err)

@@ -25,6 +25,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigMerger
 
 from kubectl_rollout import __version__
+from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.errors import UserFacingError
 
 #: What to do when the local test cluster is not running (README, first command).
@@ -106,7 +107,7 @@ class Cluster:
     def server_version(self) -> str:
         """The API server's gitVersion; the first request most commands make."""
         try:
-            info = client.VersionApi(self.api_client).get_code()
+            info = call_with_retry(client.VersionApi(self.api_client).get_code)
         except (urllib3.exceptions.HTTPError, ApiException, OSError) as err:
             raise describe_transport_failure(err, self) from err
         return str(info.git_version)

@@ -118,9 +118,11 @@ class WorkloadLease:
 
     def release(self) -> None:
         try:
-            current = self.cluster.coordination.read_namespaced_lease(self.name, self.namespace)
+            api = self.cluster.coordination
+            current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
             if current.spec.holder_identity == self.holder:
-                self.cluster.coordination.delete_namespaced_lease(
+                call_with_retry(
+                    api.delete_namespaced_lease,
                     self.name,
                     self.namespace,
                     body=client.V1DeleteOptions(
