@@ -78,6 +78,18 @@ CASES = [
         "kubectl_rollout.jobs.events is not allowed to import kubernetes",
     ),
     (
+        "kubectl_rollout/jobs/spec.py",
+        "from kubectl_rollout.drain import cordon",
+        "job-specs-are-data",
+        "kubectl_rollout.jobs.spec is not allowed to import kubectl_rollout.drain",
+    ),
+    (
+        "kubectl_rollout/drain/cordon.py",
+        "from kubectl_rollout.jobs import runner",
+        "layers",
+        "kubectl_rollout.drain is not allowed to import kubectl_rollout.jobs.runner",
+    ),
+    (
         "kubectl_rollout/restart/record.py",
         "from kubectl_rollout.drain import cordon",
         "layers",
