@@ -76,7 +76,7 @@ def run_job(
     return result
 
 
-def _ended(ok: bool, cancel: threading.Event, summary: str) -> JobResult:
+def _ended(cancel: threading.Event, summary: str, *, ok: bool) -> JobResult:
     if ok:
         return JobResult(state=JobState.SUCCEEDED, exit_code=EXIT_OK, summary=summary)
     state = JobState.CANCELLED if cancel.is_set() else JobState.FAILED
@@ -95,12 +95,14 @@ def _drain(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event)
         if job.plan_only or job.options.dry_run is not DryRun.NONE:
             emit(engine.plan(targets))
             if job.plan_only:
-                return _ended(True, cancel, f"planned {len(targets)} node(s)")
+                return _ended(cancel, f"planned {len(targets)} node(s)", ok=True)
         finished = engine.run(targets)
     finally:
         engine.close()
     drained = f"{len(finished.drained)} node(s) drained"
-    return _ended(finished.succeeded, cancel, drained + (f", {len(finished.failed)} failed" if finished.failed else ""))
+    return _ended(
+        cancel, drained + (f", {len(finished.failed)} failed" if finished.failed else ""), ok=finished.succeeded
+    )
 
 
 def _restart(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
@@ -121,7 +123,7 @@ def _restart(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Even
     )
     finished = engine.run()
     summary = f"{target}: {finished.replaced} pod(s) replaced" + (f"; {finished.failure}" if finished.failure else "")
-    return _ended(not finished.failure, cancel, summary)
+    return _ended(cancel, summary, ok=not finished.failure)
 
 
 def _restart_settings(grace_period: int, dry_run: DryRun, timeout: float, namespace: str) -> EvictionSettings:
