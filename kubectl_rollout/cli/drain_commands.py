@@ -14,32 +14,26 @@ from dataclasses import replace
 from typing import Any
 
 import click
-import urllib3
-import yaml
 from click.shell_completion import CompletionItem
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 
 from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
 from kubectl_rollout.cli.job_commands import Sink, connection_of, live, run_in_process
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
-from kubectl_rollout.drain.engine import DrainEngine
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
-from kubectl_rollout.kube.cluster_access import connect
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.label_selectors import validate_label_selector
-from kubectl_rollout.kube.permissions import Permission, require
+
+# The engine, the cluster access and the permission checks import the
+# kubernetes client: each function imports them where it needs them, so that
+# `drain --help` and TAB completion do without it.
 
 log = logging.getLogger(__name__)
-
-#: what asking the cluster can raise: no usable kubeconfig, an API error, no connection
-_UNREACHABLE = (UserFacingError, ConfigException, yaml.YAMLError, ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
 def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -58,6 +52,22 @@ def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Node names from the cluster, for TAB; silent (no candidates) when it cannot be reached."""
+    import urllib3
+    import yaml
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    from kubectl_rollout.kube.cluster_access import connect
+
+    # what asking the cluster can raise: no usable kubeconfig, an API error, no connection
+    unreachable = (
+        UserFacingError,
+        ConfigException,
+        yaml.YAMLError,
+        ApiException,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    )
     flags = {k: ctx.params.get(k) for k in ("kubeconfig", "context")}
     try:
         settings = replace(settings_from(ctx, **flags), request_timeout=3.0)
@@ -66,7 +76,7 @@ def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str
             names = [n.metadata.name for n in cluster.core.list_node().items]
         finally:
             cluster.close()
-    except _UNREACHABLE as err:
+    except unreachable as err:
         # No cluster, no candidates: TAB must never print a traceback into the prompt.
         log.debug("no node names to complete: %s", err)
         return []
@@ -289,6 +299,9 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     @global_options
     @click.pass_context
     def command(ctx: click.Context, /, nodes: tuple[str, ...], selector: str, dry_run: str, **flags: Any) -> None:
+        from kubectl_rollout.drain.engine import DrainEngine
+        from kubectl_rollout.kube.permissions import Permission, require
+
         _check_targets(nodes, selector, verb)
         cluster = open_cluster(ctx, **flags)
         printer = drain_printer(sys.stdout, sys.stderr)

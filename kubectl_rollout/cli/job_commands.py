@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,15 +19,20 @@ from kubectl_rollout.cli.interruptible import run_interruptibly
 from kubectl_rollout.cli.options import Failure, settings_from
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
-from kubectl_rollout.jobs.runner import run_job
 from kubectl_rollout.jobs.spec import Connection, JobResult, JobSpec
-from kubectl_rollout.kube.cluster_access import Cluster, kubeconfig_paths
+
+if TYPE_CHECKING:
+    # The runner (the engines) and the cluster access import the kubernetes
+    # client: imported when a job runs, so that --help and TAB do without it.
+    from kubectl_rollout.kube.cluster_access import Cluster
 
 Sink = Callable[[Envelope], None]
 
 
 def connection_of(ctx: click.Context, cluster: Cluster, flags: dict[str, Any]) -> Connection:
     """The job's cluster as the flags resolved it: absolute kubeconfig paths, the context and namespace used."""
+    from kubectl_rollout.kube.cluster_access import kubeconfig_paths
+
     settings = settings_from(ctx, **flags)
     paths = [p for p in kubeconfig_paths(settings.kubeconfig, os.environ) if p.is_file()]
     return Connection(
@@ -45,6 +50,8 @@ def run_in_process(
 
     Exits the command with the job's exit code; an error the job ended on is printed ``error: ...``.
     """
+    from kubectl_rollout.jobs.runner import run_job
+
     cancel = threading.Event()
     stream = EventStream(new_job_id(), sink)
     try:

@@ -19,12 +19,62 @@ import click
 
 from kubectl_rollout import __version__
 from kubectl_rollout.cli.completion import invoked_for_completion, kubectl_complete, shell_source
-from kubectl_rollout.cli.drain_commands import cordon, drain, uncordon
-from kubectl_rollout.cli.options import Group, global_options, open_cluster
-from kubectl_rollout.cli.rollout_commands import COMMANDS as ROLLOUT_COMMANDS
+from kubectl_rollout.cli.lazy_group import LazyCommand, LazyGroup
+from kubectl_rollout.cli.options import global_options, open_cluster
+
+_ROLLOUT = "kubectl_rollout.cli.rollout_commands"
+_DRAIN = "kubectl_rollout.cli.drain_commands"
+
+#: Every command but ``version`` and ``completion`` (defined below), imported
+#: only when it runs. The summary is the first paragraph of the command's help
+#: (tests/unit/test_lazy_commands.py keeps the two equal); `--help` and TAB
+#: show it without importing the command's module and the kubernetes client.
+LAZY_COMMANDS = {
+    "apply": LazyCommand(
+        f"{_ROLLOUT}:apply", "Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out."
+    ),
+    "set": LazyCommand(f"{_ROLLOUT}:set_group", "Change one field of a managed workload and roll it out."),
+    "scale": LazyCommand(
+        f"{_ROLLOUT}:scale",
+        "Set the number of replicas of managed workload NAME (mid-rollout: proportionally, like the controller).",
+    ),
+    "status": LazyCommand(
+        f"{_ROLLOUT}:status", "Show the rollout status of managed workload NAME, worded like kubectl rollout status."
+    ),
+    "history": LazyCommand(
+        f"{_ROLLOUT}:history",
+        "List the revisions of managed workload NAME with their change-cause, as kubectl rollout history does.",
+    ),
+    "undo": LazyCommand(
+        f"{_ROLLOUT}:undo",
+        "Return managed workload NAME to a previous revision's pod template (its ReplicaSet is reused).",
+    ),
+    "pause": LazyCommand(
+        f"{_ROLLOUT}:pause",
+        "Pause managed workload NAME: no rollout progress, no deadline, until resumed (scaling still applies).",
+    ),
+    "resume": LazyCommand(f"{_ROLLOUT}:resume", "Resume paused managed workload NAME and drive its rollout."),
+    "restart": LazyCommand(f"{_ROLLOUT}:restart", "Replace every pod of a workload."),
+    "delete": LazyCommand(
+        f"{_ROLLOUT}:delete", "Delete managed workload NAME: its record, and through it every ReplicaSet and pod."
+    ),
+    "adopt": LazyCommand(f"{_ROLLOUT}:adopt", "Turn Deployment NAME into a managed workload, with zero pod restarts."),
+    "release": LazyCommand(
+        f"{_ROLLOUT}:release", "Hand managed workload NAME back to a real Deployment, with zero pod restarts."
+    ),
+    "drain": LazyCommand(
+        f"{_DRAIN}:drain", "Drain NODE... in preparation for maintenance: cordon, then evict its pods."
+    ),
+    "cordon": LazyCommand(f"{_DRAIN}:cordon", "Mark NODE... as unschedulable (new pods will not be placed there)."),
+    "uncordon": LazyCommand(f"{_DRAIN}:uncordon", "Mark NODE... as schedulable."),
+}
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=LAZY_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @global_options
 def cli(**_flags: Any) -> None:
     """Voluntary disruptions, done safely: PDB-aware node drains and client-side rollouts.
@@ -91,13 +141,6 @@ def completion_command(shell: str) -> None:
     ln -s "$(command -v kubectl-rollout_plus)" ~/.krew/bin/kubectl_complete-rollout_plus
     """
     click.echo(shell_source(cli, shell), nl=False)
-
-
-for command in ROLLOUT_COMMANDS:
-    cli.add_command(command)
-cli.add_command(drain)
-cli.add_command(cordon)
-cli.add_command(uncordon)
 
 
 def complete() -> None:

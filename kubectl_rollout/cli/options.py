@@ -1,16 +1,23 @@
-"""Click plumbing every command shares: kubectl's global flags, and errors printed kubectl-style."""
+"""Click plumbing every command shares: kubectl's global flags, and errors printed kubectl-style.
+
+Nothing here imports the kubernetes client at import time: ``--help``, ``version
+--client`` and TAB completion go through this module and must stay fast
+(the client alone takes longer to import than kubectl takes to answer).
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,8 +39,19 @@ class Group(click.Group):
             return super().invoke(ctx)
         except UserFacingError as err:
             raise Failure(err.message, err.exit_code) from err
-        except ApiException as err:
+        except Exception as err:
+            if not _is_api_exception(err):
+                raise
+            from kubectl_rollout.kube.cluster_access import describe_api_error
+
             raise Failure(describe_api_error(err), 1) from err
+
+
+def _is_api_exception(err: Exception) -> bool:
+    # Only a command that imported the client can have raised its ApiException;
+    # looking it up in sys.modules keeps the client out of every other command.
+    exceptions = sys.modules.get("kubernetes.client.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.ApiException)
 
 
 def duration_callback(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -81,6 +99,8 @@ def global_options(command: F) -> F:
 
 def settings_from(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
     """Merge the flags given before the subcommand with those given after it."""
+    from kubectl_rollout.kube.cluster_access import ConnectionSettings
+
     merged: dict[str, Any] = {}
     for level in (ctx.find_root().params, overrides):
         merged.update({k: v for k, v in level.items() if v is not None})
@@ -93,6 +113,8 @@ def settings_from(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
 
 
 def open_cluster(ctx: click.Context, **flags: Any) -> Cluster:
+    from kubectl_rollout.kube.cluster_access import connect
+
     cluster = connect(settings_from(ctx, **flags))
     ctx.call_on_close(cluster.close)
     return cluster

@@ -15,7 +15,6 @@ from kubectl_rollout.cli.restart_output import restart_printer
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.spec import JobKind, JobSpec, RestartJob
 from kubectl_rollout.kube.errors import UsageError
-from kubectl_rollout.restart.engine import parse_target
 
 #: options of the managed restart that mean nothing here, with their defaults
 MANAGED_ONLY = {"auto_rollback": False, "ignore_pdb": False, "fail_after_restarts": 3, "wait": True}
@@ -33,6 +32,8 @@ def restart_by_eviction(
     **flags: Any,
 ) -> None:
     """Replace the pods of an unmanaged workload one at a time through the Eviction API."""
+    from kubectl_rollout.restart.engine import parse_target  # imports the kubernetes client
+
     given = [name for name, default in MANAGED_ONLY.items() if flags.pop(name, default) != default]
     if given:
         names = ", ".join("--" + n.replace("_", "-") for n in given)
