@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import platform
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import click
@@ -87,6 +86,9 @@ def cli(**_flags: Any) -> None:
 
 
 def _package_version(name: str) -> str:
+    # importlib.metadata costs more to import than click: only `version` pays for it.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(name)
     except PackageNotFoundError:
