@@ -20,38 +20,26 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.cli.interruptible import run_interruptibly
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
-from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
-from kubectl_rollout.kube.watched_collection import WatchedCollection
-from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
-from kubectl_rollout.rollout import adoption as workload_adoption
-from kubectl_rollout.rollout import replica_sets
-from kubectl_rollout.rollout.driver import RolloutDriver, RolloutEvent, RolloutResult
-from kubectl_rollout.rollout.record import (
-    CHANGE_CAUSE,
-    WORKLOAD_LABEL,
-    Record,
-    StaleRecord,
-    WorkloadNotFound,
-    from_config_map,
-    read,
-    record_name,
-    save_spec,
-    save_status,
-)
 from kubectl_rollout.rollout.spec import InvalidManifest, parse_workload
 from kubectl_rollout.rollout.state import PAUSED as PAUSED_REASON
 from kubectl_rollout.rollout.state import RESUMED, condition, rollout_status_message, set_condition
+
+if TYPE_CHECKING:
+    # These import the kubernetes client (and yaml): each function imports what
+    # it uses when it runs, so that --help and TAB completion do without them.
+    from kubectl_rollout.kube.cluster_access import Cluster
+    from kubectl_rollout.kube.watched_collection import WatchedCollection
+    from kubectl_rollout.rollout.driver import RolloutEvent, RolloutResult
+    from kubectl_rollout.rollout.record import Record
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
@@ -139,6 +127,8 @@ class DriveOptions:
 
 
 def _drive(cluster: Cluster, namespace: str, name: str, drive: DriveOptions) -> RolloutResult:
+    from kubectl_rollout.rollout.driver import RolloutDriver
+
     cancel = threading.Event()
     driver = RolloutDriver(
         cluster,
@@ -179,6 +169,8 @@ def _change(
 
     ``options`` are the command's keyword arguments: drive options and connection flags.
     """
+    from kubectl_rollout.rollout.record import save_spec
+
     drive = DriveOptions.pop_from(options)
     cluster = open_cluster(ctx, **options)
 
@@ -194,6 +186,10 @@ def _change(
 
 def _retrying_conflicts(cluster: Cluster, namespace: str, name: str, change: Callable[[Record], Record]) -> Record:
     """Apply ``change`` to a fresh read of the record; a running driver may write its status meanwhile."""
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_rollout.rollout.record import StaleRecord, read
+
     for _ in range(5):
         try:
             return change(read(cluster, namespace, name))
@@ -209,6 +205,8 @@ def _retrying_conflicts(cluster: Cluster, namespace: str, name: str, change: Cal
 
 
 def load_manifest(path: str) -> dict[str, Any]:
+    import yaml
+
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as err:
@@ -240,6 +238,8 @@ def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
     with maxSurge/maxUnavailable, or Recreate), never shrinks old pods past a
     PodDisruptionBudget, and fails fast when new pods cannot start.
     """
+    from kubectl_rollout.rollout.record import WorkloadNotFound, read, save_spec
+
     drive = DriveOptions.pop_from(options)
     manifest = load_manifest(filename)
     cluster = open_cluster(ctx, **options)
@@ -377,6 +377,8 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, r
 
 
 def _set_paused(ctx: click.Context, name: str, paused: bool, flags: dict[str, Any]) -> None:
+    from kubectl_rollout.rollout.record import read, save_spec, save_status
+
     cluster = open_cluster(ctx, **flags)
     record = read(cluster, cluster.namespace, name)
     if bool(record.spec.paused) == paused:
@@ -425,6 +427,11 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
 
 def _watch(cluster: Cluster, namespace: str, name: str, timeout: float | None) -> RolloutResult:
     """Drive the rollout; while another driver holds the lease, follow the record's status instead."""
+    from kubectl_rollout.kube.watched_collection import WatchedCollection
+    from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
+    from kubectl_rollout.rollout.driver import RolloutResult
+    from kubectl_rollout.rollout.record import from_config_map, record_name
+
     deadline = None if timeout is None else time.monotonic() + timeout
     printed = ""
     while True:
@@ -464,6 +471,8 @@ def _watch(cluster: Cluster, namespace: str, name: str, timeout: float | None) -
 
 
 def _changed(records: WatchedCollection, namespace: str, name: str, resource_version: str) -> bool:
+    from kubectl_rollout.rollout.record import record_name
+
     current = records.objects_locked().get((namespace, record_name(name)))
     return current is None or current.metadata.resource_version != resource_version
 
@@ -477,6 +486,8 @@ def _changed(records: WatchedCollection, namespace: str, name: str, resource_ver
 @click.pass_context
 def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None, output: str, **flags: Any) -> None:
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
+    from kubectl_rollout.rollout.record import read
+
     cluster = open_cluster(ctx, **flags)
     record = read(cluster, cluster.namespace, name)
     if watch:
@@ -503,6 +514,9 @@ def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None,
 
 
 def _replica_sets(cluster: Cluster, record: Record) -> list[Any]:
+    from kubectl_rollout.rollout import replica_sets
+    from kubectl_rollout.rollout.record import WORKLOAD_LABEL
+
     listing = cluster.apps.list_namespaced_replica_set(
         record.namespace, label_selector=f"{WORKLOAD_LABEL}={record.name}"
     )
@@ -510,6 +524,8 @@ def _replica_sets(cluster: Cluster, record: Record) -> list[Any]:
 
 
 def _by_revision(cluster: Cluster, record: Record) -> dict[int, Any]:
+    from kubectl_rollout.rollout import replica_sets
+
     revisions: dict[int, Any] = {}
     for rs in _replica_sets(cluster, record):
         revisions[replica_sets.to_managed(rs).revision] = rs
@@ -523,6 +539,11 @@ def _by_revision(cluster: Cluster, record: Record) -> dict[int, Any]:
 @click.pass_context
 def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> None:
     """List the revisions of managed workload NAME with their change-cause, as kubectl rollout history does."""
+    import yaml
+
+    from kubectl_rollout.rollout import replica_sets
+    from kubectl_rollout.rollout.record import CHANGE_CAUSE, read
+
     cluster = open_cluster(ctx, **flags)
     record = read(cluster, cluster.namespace, name)
     revisions = _by_revision(cluster, record)
@@ -551,6 +572,7 @@ def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> No
 @click.pass_context
 def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> None:
     """Return managed workload NAME to a previous revision's pod template (its ReplicaSet is reused)."""
+    from kubectl_rollout.rollout import replica_sets
 
     def mutate(manifest: dict[str, Any], record: Record, cluster: Cluster) -> None:
         revisions = _by_revision(cluster, record)
@@ -573,6 +595,8 @@ def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> 
 @click.pass_context
 def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
     """Delete managed workload NAME: its record, and through it every ReplicaSet and pod."""
+    from kubectl_rollout.rollout.record import read, record_name
+
     cluster = open_cluster(ctx, **flags)
     record = read(cluster, cluster.namespace, name)
     cluster.core.delete_namespaced_config_map(record_name(name), record.namespace, propagation_policy="Foreground")
@@ -598,6 +622,8 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
     The Deployment is deleted with the Orphan policy; its ReplicaSets and pods
     stay and become owned by the workload's record.
     """
+    from kubectl_rollout.rollout import adoption as workload_adoption
+
     cluster = open_cluster(ctx, **flags)
     name = _deployment_name(target)
     record = workload_adoption.adopt(cluster, cluster.namespace, name)
@@ -610,6 +636,8 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
 @click.pass_context
 def release(ctx: click.Context, /, name: str, **flags: Any) -> None:
     """Hand managed workload NAME back to a real Deployment, with zero pod restarts."""
+    from kubectl_rollout.rollout import adoption as workload_adoption
+
     cluster = open_cluster(ctx, **flags)
     workload_adoption.release(cluster, cluster.namespace, name)
     click.echo(f"deployment.apps/{name} created from workload/{name}; the Deployment controller drives it again")

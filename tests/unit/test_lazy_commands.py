@@ -40,6 +40,7 @@ HEAVY = ("kubernetes", "textual")
     [
         (["kubectl-rollout_plus", "--help"], "Commands:"),
         (["kubectl-rollout_plus", "drain", "--help"], "--ignore-daemonsets"),
+        (["kubectl-rollout_plus", "apply", "--help"], "--auto-rollback"),
         (["kubectl-rollout_plus", "version", "--client"], "Client Version: v"),
         (["kubectl-rollout_plus", "completion", "bash"], "_KUBECTL_ROLLOUT_PLUS_COMPLETE"),
         # kubectl's plugin completion of command names: `kubectl rollout-plus <TAB>`
