@@ -11,7 +11,9 @@ reached); 2 bad usage.
 from __future__ import annotations
 
 import json
+import os
 import platform
+import sys
 from typing import Any
 
 import click
@@ -86,7 +88,21 @@ def cli(**_flags: Any) -> None:
 
 
 def _package_version(name: str) -> str:
-    # importlib.metadata costs more to import than click: only `version` pays for it.
+    """The installed version of distribution ``name``, as importlib.metadata would find it.
+
+    A wheel installs its metadata as ``NAME-VERSION.dist-info`` beside the
+    package, so the first such folder along sys.path names the version that
+    imports. importlib.metadata, asked only when there is none, costs more to
+    import (email parsing, zipfile, csv) than the rest of ``version --client``.
+    """
+    prefix = name.lower().replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            found = [f for f in os.listdir(entry or ".") if f.lower().startswith(prefix) and f.endswith(".dist-info")]
+        except OSError:  # not a folder (a zip), or gone
+            continue
+        if found:
+            return found[0][len(prefix) : -len(".dist-info")]
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -7,6 +7,7 @@ program's name in ``argv[0]``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import click
 import pytest
 
 from kubectl_rollout.cli import rollout_commands
-from kubectl_rollout.cli.main import LAZY_COMMANDS, cli
+from kubectl_rollout.cli.main import LAZY_COMMANDS, _package_version, cli
 
 #: Runs main() with argv[1:] as its argv, then writes the names of every module imported to argv[1].
 RUN_AND_LIST_MODULES = """
@@ -96,3 +97,12 @@ def test_every_command_is_registered() -> None:
     assert rollout | {"drain", "cordon", "uncordon"} == set(LAZY_COMMANDS)
     context = click.Context(cli)
     assert cli.list_commands(context) == sorted(eager | set(LAZY_COMMANDS))
+
+
+@pytest.mark.parametrize("name", ["kubernetes", "click", "PyYAML", "typing-extensions", "python-dateutil", "absent"])
+def test_version_reads_the_same_package_versions_as_importlib_metadata(name: str) -> None:
+    try:
+        expected = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        expected = "unknown"
+    assert _package_version(name) == expected
