@@ -7,11 +7,14 @@ what Krew or pipx put on PATH; never the project's venv or sources.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,9 +77,18 @@ def test_archives_are_reproducible_and_hold_an_executable_and_the_license(archiv
         assert sha256(archives / name) == sha256(tmp_path / name), name
     with tarfile.open(archives / PLATFORM_ARCHIVE) as tar:
         members = {m.name: m for m in tar.getmembers()}
+        executable = tar.extractfile("kubectl-rollout_plus")
+        assert executable is not None
+        zipapp = zipfile.ZipFile(io.BytesIO(executable.read()))
     assert set(members) == {"kubectl-rollout_plus", "LICENSE"}
     assert members["kubectl-rollout_plus"].mode & 0o111 == 0o111
     assert members["LICENSE"].mode == 0o644
+    # A shiv zipapp whose __main__ knows shiv's build id (its fast path to the unpacked tree).
+    build_id = json.loads(zipapp.read("environment.json"))["build_id"]
+    assert f'BUILD_ID = "{build_id}"' in zipapp.read("__main__.py").decode()
+    names = zipapp.namelist()
+    assert "site-packages/kubectl_rollout/cli/standalone.py" in names
+    assert not [n for n in names if n.startswith("site-packages/kubernetes/aio/")]
 
 
 def test_committed_manifest_matches_the_archives_and_passes_krews_validator(archives: Path, tmp_path: Path) -> None:
@@ -123,7 +135,8 @@ def test_krew_install_runs_the_plugin_through_kubectl_then_uninstalls(
     namespace: str,
     dedicated_nodes: Any,
 ) -> None:
-    env = clean_env(tmp_path, krew_root / "bin", KREW_ROOT=str(krew_root))
+    shiv_root = tmp_path / "shiv"  # where the executable unpacks itself; kept inside the test
+    env = clean_env(tmp_path, krew_root / "bin", KREW_ROOT=str(krew_root), SHIV_ROOT=str(shiv_root))
     installed = run(
         "kubectl",
         "krew",
@@ -135,10 +148,25 @@ def test_krew_install_runs_the_plugin_through_kubectl_then_uninstalls(
     assert installed.returncode == 0, installed.stderr
     assert (krew_root / "bin" / "kubectl-rollout_plus").exists()
 
-    version = run("kubectl", "rollout-plus", "version", "--kubeconfig", kubeconfig, env=env)
-    assert version.returncode == 0, version.stderr
-    assert f"Client Version: v{__version__}" in version.stdout
-    assert "Server Version: v1.36" in version.stdout
+    # The first run unpacks into SHIV_ROOT, the second runs from there, on bytecode the first one cached
+    # (even under PYTHONDONTWRITEBYTECODE, which is for the user's own projects).
+    no_bytecode = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    for attempt in ("first", "second"):
+        version = run("kubectl", "rollout-plus", "version", "--kubeconfig", kubeconfig, env=no_bytecode)
+        assert version.returncode == 0, f"{attempt} run: {version.stderr}"
+        assert f"Client Version: v{__version__}" in version.stdout
+        assert "Server Version: v1.36" in version.stdout
+        (unpacked,) = shiv_root.glob("kubectl-rollout_plus_*/site-packages")
+        assert list(unpacked.glob("kubernetes/client/__pycache__/*.pyc")), f"no bytecode cached after the {attempt} run"
+
+    # Without SHIV_ROOT it unpacks into the user's cache directory, never into ~/.shiv.
+    xdg = tmp_path / "xdg-cache"
+    unset = {k: v for k, v in env.items() if k != "SHIV_ROOT"}
+    for cache_env, cache in ((unset, tmp_path / ".cache"), ({**unset, "XDG_CACHE_HOME": str(xdg)}, xdg)):
+        client = run("kubectl", "rollout-plus", "version", "--client", env=cache_env)
+        assert client.returncode == 0, client.stderr
+        assert list((cache / "kubectl-rollout-plus" / "shiv").glob("kubectl-rollout_plus_*/site-packages"))
+    assert not (tmp_path / ".shiv").exists()
 
     (node,) = dedicated_nodes(1)
     cluster.apps.create_namespaced_deployment(
