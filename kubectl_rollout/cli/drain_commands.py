@@ -11,27 +11,23 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
-from kubectl_rollout.cli.job_commands import Sink, connection_of, live, run_in_process
-from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
 from kubectl_rollout.jobs import next_steps
-from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events.base import Envelope
-from kubectl_rollout.jobs.events.eviction import DryRun
-from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
-from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.label_selectors import validate_label_selector
 
 # The engine, the cluster access and the permission checks import the
-# kubernetes client: each function imports them where it needs them, so that
-# `drain --help` and TAB completion do without it.
+# kubernetes client, the job spec and the printers the event classes: each
+# function imports them where it needs them, so that `drain --help` and TAB
+# completion do without them.
+if TYPE_CHECKING:
+    from kubectl_rollout.cli.job_commands import Sink
+    from kubectl_rollout.jobs.events.base import Envelope
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +238,10 @@ def drain(
       kubectl rollout-plus drain -l pool=blue --node-batch=2 --ignore-daemonsets
       kubectl rollout-plus drain node-1 --plan -o json
     """
+    from kubectl_rollout.cli.job_commands import connection_of, run_in_process
+    from kubectl_rollout.jobs.events.eviction import DryRun
+    from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
+
     _check_targets(nodes, selector, "drain")
     if output == "json" and not (plan_only or dry_run != "none"):
         raise UsageError("-o json prints the plan; use it with --plan or --dry-run, or use -o jsonl for events")
@@ -274,6 +274,11 @@ def drain(
 
 def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
     """Where the drain's events go for ``-o``: JSON lines, the plan as JSON, or kubectl-style text."""
+    from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
+    from kubectl_rollout.cli.job_commands import live
+    from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
+    from kubectl_rollout.jobs.events import drain as ev
+
     if output == "jsonl":
         return JsonLinesPrinter(sys.stdout), lambda: None
     printer = drain_printer(sys.stdout, sys.stderr, live=live())
@@ -299,7 +304,11 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     @global_options
     @click.pass_context
     def command(ctx: click.Context, /, nodes: tuple[str, ...], selector: str, dry_run: str, **flags: Any) -> None:
+        from kubectl_rollout.cli.drain_output import drain_printer
         from kubectl_rollout.drain.engine import DrainEngine
+        from kubectl_rollout.jobs.events.eviction import DryRun
+        from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
+        from kubectl_rollout.jobs.spec import DrainOptions
         from kubectl_rollout.kube.permissions import Permission, require
 
         _check_targets(nodes, selector, verb)

@@ -8,12 +8,7 @@ from typing import Any
 
 import click
 
-from kubectl_rollout.cli.job_commands import Sink, connection_of, run_in_process
-from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import open_cluster
-from kubectl_rollout.cli.restart_output import restart_printer
-from kubectl_rollout.jobs.events.eviction import DryRun
-from kubectl_rollout.jobs.spec import JobKind, JobSpec, RestartJob
 from kubectl_rollout.kube.errors import UsageError
 
 #: options of the managed restart that mean nothing here, with their defaults
@@ -32,7 +27,14 @@ def restart_by_eviction(
     **flags: Any,
 ) -> None:
     """Replace the pods of an unmanaged workload one at a time through the Eviction API."""
-    from kubectl_rollout.restart.engine import parse_target  # imports the kubernetes client
+    # Imported here, not above: the engine imports the kubernetes client, the
+    # rest the event classes, which `restart --help` and TAB do without.
+    from kubectl_rollout.cli.job_commands import Sink, connection_of, run_in_process
+    from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
+    from kubectl_rollout.cli.restart_output import restart_printer
+    from kubectl_rollout.jobs.events.eviction import DryRun
+    from kubectl_rollout.jobs.spec import JobKind, JobSpec, RestartJob
+    from kubectl_rollout.restart.engine import parse_target
 
     given = [name for name, default in MANAGED_ONLY.items() if flags.pop(name, default) != default]
     if given:
