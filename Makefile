@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout dist
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -71,3 +71,7 @@ dist: $(VENV)/.installed
 ## bench-rollout: the Deployment controller vs rollout-plus on the same rollout (prints figures)
 bench-rollout: setup
 	$(BIN)/python hack/bench_rollout.py
+
+## bench-start: start time of the plugin (venv and Krew executable) beside kubectl version --client (prints figures)
+bench-start: setup
+	$(BIN)/python hack/bench_start.py
