@@ -106,3 +106,28 @@ def test_version_reads_the_same_package_versions_as_importlib_metadata(name: str
     except importlib.metadata.PackageNotFoundError:
         expected = "unknown"
     assert _package_version(name) == expected
+
+
+def test_an_api_error_is_still_printed_kubectl_style() -> None:
+    """Group recognises the client's ApiException without importing the client itself."""
+    from click.testing import CliRunner
+    from kubernetes.client.exceptions import ApiException
+
+    from kubectl_rollout.cli.options import Group
+
+    @click.group(cls=Group)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def forbidden() -> None:
+        raise ApiException(status=403, reason="Forbidden")
+
+    @group.command()
+    def broken() -> None:
+        raise RuntimeError("not an API error")
+
+    result = CliRunner().invoke(group, ["forbidden"])
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ")
+    assert isinstance(CliRunner().invoke(group, ["broken"]).exception, RuntimeError)
