@@ -198,11 +198,12 @@ def run(args: argparse.Namespace, scratch: Path) -> list[Figure]:
 
 
 def print_table(figures: list[Figure], runs: int) -> None:
-    print(f"\n== start time: median of {runs} runs each, {os.cpu_count()} cores ==")
-    print(f"{'':40} {'median':>9}  {'target':<16} {'met':<4} ")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"\n== start time: median of {runs} runs each, {os.cpu_count()} cores, load average {load} ==")
+    print(f"{'':48} {'median':>9}  {'target':<16} {'met':<4} ")
     for f in figures:
         met = "" if f.met is None else ("yes" if f.met else "NO")
-        print(f"{f.what:40} {f.seconds:7.3f} s  {f.target:<16} {met:<4} {f.note}".rstrip())
+        print(f"{f.what:48} {f.seconds:7.3f} s  {f.target:<16} {met:<4} {f.note}".rstrip())
 
 
 def main() -> int:
