@@ -25,8 +25,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
+from kubectl_rollout.cli.rollout_output import RolloutPrinter
+from kubectl_rollout.jobs.events.rollout import RolloutOutcome
+from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.rollout.spec import InvalidManifest, parse_workload
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     # it uses when it runs, so that --help and TAB completion do without them.
     from kubectl_rollout.kube.cluster_access import Cluster
     from kubectl_rollout.kube.watched_collection import WatchedCollection
-    from kubectl_rollout.rollout.driver import RolloutEvent, RolloutResult
+    from kubectl_rollout.rollout.driver import RolloutResult
     from kubectl_rollout.rollout.record import Record
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -93,20 +97,11 @@ def _drive_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-class _Printer:
-    def __init__(self, output: str) -> None:
-        self.output = output
-        self._lock = threading.Lock()
-
-    def __call__(self, event: RolloutEvent) -> None:
-        with self._lock:
-            if self.output == "jsonl":
-                click.echo(json.dumps({"type": "RolloutProgress", **dataclasses.asdict(event)}))
-                return
-            if event.action:
-                click.echo(f"  {event.action}", err=True)
-            if event.message:
-                click.echo(event.message)
+def _stream(output: str) -> EventStream:
+    if output == "jsonl":
+        return EventStream(new_job_id(), JsonLinesPrinter(sys.stdout))
+    printer = RolloutPrinter(sys.stdout, sys.stderr)
+    return EventStream(new_job_id(), lambda envelope: printer(envelope.event))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -134,7 +129,7 @@ def _drive(cluster: Cluster, namespace: str, name: str, drive: DriveOptions) -> 
         cluster,
         namespace,
         name,
-        _Printer(drive.output),
+        _stream(drive.output).emit,
         cancel=cancel,
         timeout=drive.timeout,
         respect_pdbs=not drive.ignore_pdb,
@@ -454,16 +449,24 @@ def _watch(cluster: Cluster, namespace: str, name: str, timeout: float | None) -
             while time.monotonic() < until:
                 raw = records.get((namespace, record_name(name)))
                 if raw is None:
-                    return RolloutResult(succeeded=False, message=f'managed workload "{name}" was deleted')
+                    return RolloutResult(
+                        succeeded=False,
+                        message=f'managed workload "{name}" was deleted',
+                        outcome=RolloutOutcome.DELETED,
+                    )
                 record = from_config_map(raw)
                 message, done, failed = rollout_status_message(name, record.target(), record.status)
                 if message != printed:
                     click.echo(message)
                     printed = message
                 if done:
-                    return RolloutResult(succeeded=not failed, message=message)
+                    return RolloutResult(succeeded=not failed, message=message, outcome=RolloutOutcome.COMPLETE)
                 if deadline is not None and time.monotonic() > deadline:
-                    return RolloutResult(succeeded=False, message=f"timed out after {timeout:g}s: {message}")
+                    return RolloutResult(
+                        succeeded=False,
+                        message=f"timed out after {timeout:g}s: {message}",
+                        outcome=RolloutOutcome.TIMED_OUT,
+                    )
                 changed = partial(_changed, namespace=namespace, name=name, resource_version=record.resource_version)
                 records.wait_until(changed, 1.0, None)
         finally:

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.watched_collection import WatchedCollection
@@ -29,6 +32,7 @@ from kubectl_rollout.rollout.plan import (
     Action,
     CreateReplicaSet,
     DeleteReplicaSet,
+    ManagedReplicaSet,
     ScaleReplicaSet,
     SetRevision,
     plan,
@@ -48,11 +52,13 @@ from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import (
     PODS_FAILING,
     REPLICA_FAILURE,
+    TIMED_OUT,
     RolloutStatus,
     condition,
     is_complete,
-    rollout_status_message,
+    rollout_phase,
     set_condition,
+    status_message,
     sync_rollout_status,
 )
 from kubectl_rollout.rollout.template_hash import HASH_LABEL
@@ -62,24 +68,24 @@ IMAGE_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageNam
 
 
 @dataclass(frozen=True, kw_only=True)
-class RolloutEvent:
-    """Progress of a rollout, for the printer, -o jsonl, the agent and the TUI."""
-
-    workload: str
-    message: str
-    #: (name, revision, spec replicas, current, available) per ReplicaSet, newest revision first
-    replica_sets: tuple[tuple[str, int, int, int, int], ...] = ()
-    #: e.g. "create web-5d8f6c7b9 at 3", "scale web-4b7d9 to 2", "waiting for PDB shop/web"
-    action: str = ""
-    at: float = dataclasses.field(default_factory=time.time)
-
-
-@dataclass(frozen=True, kw_only=True)
 class RolloutResult:
     succeeded: bool
     message: str
+    outcome: RolloutOutcome
     rolled_back_to: int | None = None
     paused: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class _PodFailure:
+    """A new pod that will not start without a change to the workload."""
+
+    pod: str
+    container: str
+    reason: str
+    restart_count: int
+    image: str
+    message: str
 
 
 class RolloutDriver:
@@ -88,14 +94,16 @@ class RolloutDriver:
         cluster: Cluster,
         namespace: str,
         name: str,
-        emit: Callable[[RolloutEvent], None],
+        emit: Emit,
         *,
         cancel: threading.Event | None = None,
         timeout: float | None = None,
         respect_pdbs: bool = True,
         auto_rollback: bool = False,
         fail_after_restarts: int = 3,
+        following: str | None = None,
     ) -> None:
+        """``following``: the holder of the lease this driver's job followed until now (it emits TookOver)."""
         self.cluster = cluster
         self.namespace = namespace
         self.name = name
@@ -105,13 +113,16 @@ class RolloutDriver:
         self.respect_pdbs = respect_pdbs
         self.auto_rollback = auto_rollback
         self.fail_after_restarts = fail_after_restarts
+        self.following = following
         self._wake = threading.Event()
         self._last_message = ""
-        self._rolled_back_to: int | None = None
+        self._rolled_back_to: tuple[int, str] | None = None
         #: after a rollback, act only on a record at least this new
         self._awaited_generation = 0
         #: PDB uid -> (status resourceVersion, disruptions already spent against it)
         self._spent: dict[str, tuple[str, int]] = {}
+        #: what made this pass's ReplicaFailure condition, if a new pod did
+        self._failure: _PodFailure | None = None
 
     def _watch(self, list_func: Callable[..., Any], description: str, **kwargs: Any) -> WatchedCollection:
         return WatchedCollection(
@@ -128,29 +139,46 @@ class RolloutDriver:
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
         lease.acquire()
+        if self.following is not None:
+            self.emit(
+                ev.TookOver(workload=self.name, lease=f"{self.namespace}/{lease.name}", previous_holder=self.following)
+            )
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        watches = [
-            self._watch(
-                self.cluster.core.list_namespaced_config_map,
-                "the record",
-                field_selector=f"metadata.name={record_name(self.name)}",
-            ),
-            self._watch(
-                self.cluster.apps.list_namespaced_replica_set,
-                "ReplicaSets",
-                label_selector=f"{WORKLOAD_LABEL}={self.name}",
-            ),
-        ]
-        records, rs_watch = watches
-        pods: WatchedCollection | None = None
-        pdbs: WatchedCollection | None = None
+        watches: list[WatchedCollection] = []
         try:
+            watches += [
+                self._watch(
+                    self.cluster.core.list_namespaced_config_map,
+                    "the record",
+                    field_selector=f"metadata.name={record_name(self.name)}",
+                ),
+                self._watch(
+                    self.cluster.apps.list_namespaced_replica_set,
+                    "ReplicaSets",
+                    label_selector=f"{WORKLOAD_LABEL}={self.name}",
+                ),
+            ]
+            records, rs_watch = watches
+            pods: WatchedCollection | None = None
+            pdbs: WatchedCollection | None = None
             while True:
+                # Cancellation is checked between passes only: a pass's writes each leave the record whole.
+                if self.cancel.is_set():
+                    return RolloutResult(
+                        succeeded=False,
+                        message="interrupted; the rollout continues with the next "
+                        f"driver ({next_steps.follow_rollout(self.name)})",
+                        outcome=RolloutOutcome.INTERRUPTED,
+                    )
                 self._wake.clear()
                 lease.renew()
                 raw = records.get((self.namespace, record_name(self.name)))
                 if raw is None:
-                    return RolloutResult(succeeded=False, message=f'managed workload "{self.name}" was deleted')
+                    return RolloutResult(
+                        succeeded=False,
+                        message=f'managed workload "{self.name}" was deleted',
+                        outcome=RolloutOutcome.DELETED,
+                    )
                 record = from_config_map(raw)
                 if pods is None:
                     pods = self._watch(
@@ -165,15 +193,11 @@ class RolloutDriver:
                 outcome = self._sync(record, rs_watch.snapshot(), pods.snapshot(), pdbs)
                 if outcome is not None:
                     return outcome
-                if self.cancel.is_set():
-                    return RolloutResult(
-                        succeeded=False,
-                        message="interrupted; the rollout continues with the next "
-                        f"driver ({next_steps.follow_rollout(self.name)})",
-                    )
                 if deadline is not None and time.monotonic() > deadline:
                     return RolloutResult(
-                        succeeded=False, message=f"timed out after {self.timeout:g}s: {self._last_message}"
+                        succeeded=False,
+                        message=f"timed out after {self.timeout:g}s: {self._last_message}",
+                        outcome=RolloutOutcome.TIMED_OUT,
                     )
                 self._wake.wait(1.0)
         finally:
@@ -215,20 +239,24 @@ class RolloutDriver:
             complete=is_complete(target, status),
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
+        by_name = {m.name: m for m in managed}
         for action in actions:
-            status = self._apply(action, record, mine, status)
+            status = self._apply(action, record, mine, by_name, new, status)
         if status != record.status:
             try:
-                record = save_status(self.cluster, record, status)
+                saved = save_status(self.cluster, record, status)
             except StaleRecord:
                 return None  # the watch has not caught up with our last write; the next pass will
+            self._report_conditions(record, record.status, status, new.name if new else "")
+            record = saved
 
-        message, done, failed = rollout_status_message(spec.name, target, status)
-        self._report(message, mine, actions)
-        if failed and self.auto_rollback and self._rolled_back_to is None:
-            revision = self._rollback(record, mine)
-            if revision is not None:
-                self._rolled_back_to = revision
+        phase = rollout_phase(target, status)
+        message = status_message(spec.name, target, status, phase)
+        self._report(message, phase, record, status, mine, new.name if new else "", bool(actions))
+        if phase.failed and self.auto_rollback and self._rolled_back_to is None:
+            rolled_back = self._rollback(record, mine)
+            if rolled_back is not None:
+                self._rolled_back_to = rolled_back
                 return None
         if spec.paused and not actions:
             # No progress while paused (scaling only, done above): leave the lease for whoever resumes it.
@@ -236,20 +264,36 @@ class RolloutDriver:
                 succeeded=True,
                 message=f'workload "{spec.name}" is paused ({message}); resume it '
                 f"with {next_steps.resume_workload(spec.name)}",
+                outcome=RolloutOutcome.PAUSED,
                 paused=True,
             )
-        if done and not actions:
+        if phase.done and not actions:
             if self._rolled_back_to is not None:
+                revision, rs_name = self._rolled_back_to
+                self.emit(
+                    ev.RolledBack(
+                        workload=self.name, to_revision=revision, replica_set=rs_name, complete=not phase.failed
+                    )
+                )
                 return RolloutResult(
                     succeeded=False,
-                    message=f"rolled back to revision {self._rolled_back_to}: {message}",
-                    rolled_back_to=self._rolled_back_to,
+                    message=f"rolled back to revision {revision}: {message}",
+                    outcome=RolloutOutcome.ROLLED_BACK,
+                    rolled_back_to=revision,
                 )
-            return RolloutResult(succeeded=not failed, message=message)
+            return RolloutResult(succeeded=not phase.failed, message=message, outcome=_outcome(phase))
         return None
 
-    def _apply(self, action: Action, record: Record, mine: list[Any], status: RolloutStatus) -> RolloutStatus:
-        """Carry one action out; returns the status with what the action itself records."""
+    def _apply(
+        self,
+        action: Action,
+        record: Record,
+        mine: list[Any],
+        managed: dict[str, ManagedReplicaSet],
+        new: ManagedReplicaSet | None,
+        status: RolloutStatus,
+    ) -> RolloutStatus:
+        """Carry one action out and report it; returns the status with what the action itself records."""
         if isinstance(action, CreateReplicaSet):
             created, collisions = replica_sets.create(
                 self.cluster,
@@ -258,16 +302,43 @@ class RolloutDriver:
                 revision=action.revision,
                 collision_count=status.collision_count,
             )
+            self.emit(
+                ev.ReplicaSetCreated(
+                    workload=self.name,
+                    name=created.metadata.name,
+                    revision=action.revision,
+                    replicas=action.replicas,
+                    collision_count=collisions,
+                )
+            )
             status = dataclasses.replace(status, collision_count=collisions)
             return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"')
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
+            before = managed[action.name].replicas if action.name in managed else 0
+            self.emit(
+                ev.ReplicaSetScaled(
+                    workload=self.name,
+                    name=action.name,
+                    from_replicas=before,
+                    to_replicas=action.replicas,
+                    updated=new is not None and new.name == action.name,
+                )
+            )
         elif isinstance(action, SetRevision):
             rs = next(r for r in mine if r.metadata.name == action.name)
             replica_sets.set_revision(self.cluster, record, rs, action.revision)
+            previous = managed[action.name].revision if action.name in managed else 0
+            self.emit(
+                ev.RevisionAssigned(
+                    workload=self.name, name=action.name, revision=action.revision, previous_revision=previous
+                )
+            )
             return _with_progress(status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
         elif isinstance(action, DeleteReplicaSet):
             replica_sets.delete(self.cluster, record, action.name)
+            revision = managed[action.name].revision if action.name in managed else 0
+            self.emit(ev.ReplicaSetDeleted(workload=self.name, name=action.name, revision=revision))
         return status
 
     # --- beyond the controller ------------------------------------------------------------
@@ -293,8 +364,10 @@ class RolloutDriver:
         if not budgets:
             return actions
         # A PDB's status lags our scale-downs: each status version's room is spent once.
+        rooms = tuple(self._pdb_room(b) for b in budgets)
         room = min(self._room(b) for b in budgets)
         kept: list[Action] = [a for a in actions if a not in shrinking]
+        held: list[ev.HeldScaleDown] = []
         for action in shrinking:
             assert isinstance(action, ScaleReplicaSet)
             cut = min(sizes[action.name] - action.replicas, room)
@@ -303,10 +376,31 @@ class RolloutDriver:
                 self._spend(budget, cut)
             if cut > 0:
                 kept.append(ScaleReplicaSet(action.name, sizes[action.name] - cut))
-        if len(kept) < len(actions) or any(k not in actions for k in kept):
-            names = ", ".join(f"{b.metadata.namespace}/{b.metadata.name}" for b in budgets)
-            self._report_action(f"scale-down held back by PodDisruptionBudget {names}")
+            if sizes[action.name] - cut != action.replicas:
+                held.append(
+                    ev.HeldScaleDown(
+                        name=action.name,
+                        replicas=sizes[action.name],
+                        wanted=action.replicas,
+                        allowed=sizes[action.name] - cut,
+                    )
+                )
+        if held:
+            self.emit(ev.ScaleDownHeldByPdb(workload=self.name, pdbs=rooms, held=tuple(held)))
         return kept
+
+    def _pdb_room(self, budget: Any) -> ev.PdbRoom:
+        status = budget.status
+        version, spent = self._spent.get(budget.metadata.uid, ("", 0))
+        return ev.PdbRoom(
+            namespace=budget.metadata.namespace,
+            name=budget.metadata.name,
+            disruptions_allowed=(status.disruptions_allowed or 0) if status else 0,
+            healthy=(status.current_healthy or 0) if status else 0,
+            needed=(status.desired_healthy or 0) if status else 0,
+            expected_pods=(status.expected_pods or 0) if status else 0,
+            spent=spent if version == budget.metadata.resource_version else 0,
+        )
 
     def _room(self, budget: Any) -> int:
         allowed = (budget.status.disruptions_allowed or 0) if budget.status else 0
@@ -321,6 +415,7 @@ class RolloutDriver:
 
     def _pod_failures(self, status: RolloutStatus, new_rs: Any, pods: list[Any], now: float) -> RolloutStatus:
         """New pods that crash-loop past the threshold, or cannot pull their image, fail the rollout."""
+        self._failure = None
         if new_rs is None:
             return status
         new_hash = replica_sets.pod_template_hash_of(new_rs)
@@ -343,12 +438,20 @@ class RolloutDriver:
                     )
                 else:
                     continue
+                self._failure = _PodFailure(
+                    pod=pod.metadata.name,
+                    container=container.name,
+                    reason=waiting.reason,
+                    restart_count=container.restart_count or 0,
+                    image=container.image or "",
+                    message=message,
+                )
                 cond = condition(REPLICA_FAILURE, True, PODS_FAILING, message, now)
                 return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
         return status
 
-    def _rollback(self, record: Record, mine: list[Any]) -> int | None:
-        """Return to the newest revision other than the current one; None when there is none."""
+    def _rollback(self, record: Record, mine: list[Any]) -> tuple[int, str] | None:
+        """Return to the newest revision other than the current one: (revision, ReplicaSet); None when none."""
         record = read(self.cluster, record.namespace, record.name)  # fresh: the watch cache may lag
         current = replica_sets.template_hash(record.spec)
         candidates = sorted(
@@ -359,47 +462,126 @@ class RolloutDriver:
         if not candidates:
             return None
         previous = candidates[0]
+        failed_revision = max((replica_sets.to_managed(rs).revision for rs in mine), default=0)
         manifest = dict(record.manifest)
         manifest["spec"] = {**manifest["spec"], "template": replica_sets.template_of(previous)}
         saved = save_spec(self.cluster, manifest, parse_workload(manifest, default_namespace=record.namespace), record)
         self._awaited_generation = saved.generation
         revision = replica_sets.to_managed(previous).revision
-        self._report_action(f"rolling back to revision {revision} ({previous.metadata.name})")
-        return revision
+        self.emit(
+            ev.RollingBack(
+                workload=self.name,
+                from_revision=failed_revision,
+                to_revision=revision,
+                replica_set=previous.metadata.name,
+                generation=saved.generation,
+            )
+        )
+        return revision, previous.metadata.name
 
     # --- reporting ------------------------------------------------------------------------
 
-    def _report(self, message: str, mine: list[Any], actions: list[Action]) -> None:
-        described = "; ".join(_describe(a) for a in actions)
-        if message == self._last_message and not described:
+    def _report_conditions(self, record: Record, before: RolloutStatus, after: RolloutStatus, new_rs: str) -> None:
+        """One ConditionChanged per condition whose status, reason or message the write changed."""
+        for change in condition_changes(self.name, before, after):
+            self.emit(change)
+            if change.condition is ev.ConditionType.PROGRESSING and change.reason == TIMED_OUT:
+                self.emit(
+                    ev.DeadlineExceeded(
+                        workload=self.name,
+                        progress_deadline_seconds=record.spec.progress_deadline_seconds or 0,
+                        replica_set=new_rs,
+                    )
+                )
+            failure = self._failure
+            if change.condition is ev.ConditionType.REPLICA_FAILURE and change.reason == PODS_FAILING and failure:
+                self.emit(
+                    ev.NewPodsFailing(
+                        workload=self.name,
+                        pod=failure.pod,
+                        container=failure.container,
+                        reason=failure.reason,
+                        restart_count=failure.restart_count,
+                        image=failure.image,
+                    )
+                )
+
+    def _report(
+        self,
+        message: str,
+        phase: RolloutPhase,
+        record: Record,
+        status: RolloutStatus,
+        mine: list[Any],
+        new_rs: str,
+        acted: bool,
+    ) -> None:
+        if message == self._last_message and not acted:
             return
         self._last_message = message
-        table = tuple(
-            sorted(
-                (
-                    (m.name, m.revision, m.replicas, m.current, m.available)
-                    for m in (replica_sets.to_managed(rs) for rs in mine)
-                ),
-                key=lambda row: -row[1],
+        self.emit(progress_event(record, status, phase, message, replica_sets.rows(mine, new_rs)))
+
+
+def progress_event(
+    record: Record, status: RolloutStatus, phase: RolloutPhase, message: str, rows: tuple[ev.ReplicaSetRow, ...]
+) -> ev.RolloutProgressed:
+    return ev.RolloutProgressed(
+        workload=record.name,
+        namespace=record.namespace,
+        message=message,
+        phase=phase,
+        generation=record.generation,
+        desired=record.spec.replicas,
+        updated=status.updated_replicas,
+        total=status.replicas,
+        available=status.available_replicas,
+        paused=record.spec.paused,
+        rows=rows,
+    )
+
+
+def condition_changes(workload: str, before: RolloutStatus, after: RolloutStatus) -> list[ev.ConditionChanged]:
+    """The conditions ``after`` holds with another status, reason or message than ``before``, and those it lost."""
+    changes = []
+    for cond in after.conditions:
+        old = before.condition(cond.type)
+        if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
+            continue
+        changes.append(
+            ev.ConditionChanged(
+                workload=workload,
+                condition=ev.ConditionType(cond.type),
+                status=ev.ConditionStatus(cond.status),
+                reason=cond.reason,
+                message=cond.message,
+                since=cond.last_transition_time,
             )
         )
-        self.emit(RolloutEvent(workload=self.name, message=message, replica_sets=table, action=described))
+    for old in before.conditions:
+        if after.condition(old.type) is None:
+            changes.append(
+                ev.ConditionChanged(
+                    workload=workload,
+                    condition=ev.ConditionType(old.type),
+                    status=ev.ConditionStatus(old.status),
+                    reason=old.reason,
+                    message=old.message,
+                    since=old.last_transition_time,
+                    removed=True,
+                )
+            )
+    return changes
 
-    def _report_action(self, text: str) -> None:
-        self.emit(RolloutEvent(workload=self.name, message=self._last_message, action=text))
+
+def _outcome(phase: RolloutPhase) -> RolloutOutcome:
+    if phase is RolloutPhase.DEADLINE_EXCEEDED:
+        return RolloutOutcome.DEADLINE_EXCEEDED
+    if phase is RolloutPhase.PODS_FAILING:
+        return RolloutOutcome.PODS_FAILING
+    return RolloutOutcome.COMPLETE
 
 
 def _with_progress(status: RolloutStatus, reason: str, message: str) -> RolloutStatus:
     """A Progressing=True condition with ``reason``, as the controller sets when it creates or finds the new RS."""
     cond = condition("Progressing", True, reason, message, time.time())
     return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
-
-
-def _describe(action: Action) -> str:
-    if isinstance(action, CreateReplicaSet):
-        return f"create the new ReplicaSet at {action.replicas} (revision {action.revision})"
-    if isinstance(action, ScaleReplicaSet):
-        return f"scale {action.name} to {action.replicas}"
-    if isinstance(action, SetRevision):
-        return f"{action.name} becomes revision {action.revision}"
-    return f"delete {action.name} (beyond revisionHistoryLimit)"

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.jobs.events.rollout import ReplicaSetRow
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.serialization import to_plain
@@ -76,6 +77,25 @@ def to_view(rs: Any) -> ReplicaSetView:
         available=(status.available_replicas or 0) if status else 0,
         failure=failure,
     )
+
+
+def rows(replica_sets: list[Any], new_name: str) -> tuple[ReplicaSetRow, ...]:
+    """The workload's ReplicaSets as progress events carry them, newest revision first."""
+    found = []
+    for rs in replica_sets:
+        status = rs.status
+        found.append(
+            ReplicaSetRow(
+                name=rs.metadata.name,
+                revision=_int(rs.metadata.annotations or {}, REVISION) or 0,
+                desired=rs.spec.replicas or 0,
+                current=(status.replicas or 0) if status else 0,
+                ready=(status.ready_replicas or 0) if status else 0,
+                available=(status.available_replicas or 0) if status else 0,
+                updated=rs.metadata.name == new_name,
+            )
+        )
+    return tuple(sorted(found, key=lambda row: (-row.revision, row.name)))
 
 
 def owned(replica_sets: list[Any], record: Record) -> list[Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubectl_rollout.jobs.events.rollout import RolloutPhase
 from kubectl_rollout.rollout.replica_math import max_unavailable
 
 PROGRESSING = "Progressing"
@@ -276,35 +277,45 @@ def sync_rollout_status(
     return status
 
 
+def rollout_phase(target: Target, status: RolloutStatus) -> RolloutPhase:
+    """Where the rollout stands, by kubectl rollout status' rules (pkg/polymorphichelpers/rollout_status.go)."""
+    if target.generation > status.observed_generation:
+        return RolloutPhase.WAITING_FOR_SPEC
+    cond = status.condition(PROGRESSING)
+    if cond is not None and cond.reason == TIMED_OUT:
+        return RolloutPhase.DEADLINE_EXCEEDED
+    failing = status.condition(REPLICA_FAILURE)
+    if failing is not None and failing.reason == PODS_FAILING:
+        return RolloutPhase.PODS_FAILING
+    if status.updated_replicas < target.replicas:
+        return RolloutPhase.UPDATING
+    if status.replicas > status.updated_replicas:
+        return RolloutPhase.TERMINATING_OLD
+    if status.available_replicas < status.updated_replicas:
+        return RolloutPhase.WAITING_FOR_AVAILABLE
+    return RolloutPhase.COMPLETE
+
+
+def status_message(name: str, target: Target, status: RolloutStatus, phase: RolloutPhase) -> str:
+    """kubectl rollout status' line for ``phase``."""
+    waiting = f'Waiting for deployment "{name}" rollout to finish: '
+    if phase is RolloutPhase.WAITING_FOR_SPEC:
+        return "Waiting for deployment spec update to be observed..."
+    if phase is RolloutPhase.DEADLINE_EXCEEDED:
+        return f'deployment "{name}" exceeded its progress deadline'
+    if phase is RolloutPhase.PODS_FAILING:
+        failing = status.condition(REPLICA_FAILURE)
+        return f'deployment "{name}" failed: {failing.message if failing else ""}'
+    if phase is RolloutPhase.UPDATING:
+        return f"{waiting}{status.updated_replicas} out of {target.replicas} new replicas have been updated..."
+    if phase is RolloutPhase.TERMINATING_OLD:
+        return f"{waiting}{status.replicas - status.updated_replicas} old replicas are pending termination..."
+    if phase is RolloutPhase.WAITING_FOR_AVAILABLE:
+        return f"{waiting}{status.available_replicas} of {status.updated_replicas} updated replicas are available..."
+    return f'deployment "{name}" successfully rolled out'
+
+
 def rollout_status_message(name: str, target: Target, status: RolloutStatus) -> tuple[str, bool, bool]:
     """kubectl rollout status: (message, done, failed), worded as kubectl words it."""
-    if target.generation <= status.observed_generation:
-        cond = status.condition(PROGRESSING)
-        if cond is not None and cond.reason == TIMED_OUT:
-            return f'deployment "{name}" exceeded its progress deadline', True, True
-        failing = status.condition(REPLICA_FAILURE)
-        if failing is not None and failing.reason == PODS_FAILING:
-            return f'deployment "{name}" failed: {failing.message}', True, True
-        if status.updated_replicas < target.replicas:
-            return (
-                f'Waiting for deployment "{name}" rollout to finish: {status.updated_replicas} out of '
-                f"{target.replicas} new replicas have been updated...",
-                False,
-                False,
-            )
-        if status.replicas > status.updated_replicas:
-            return (
-                f'Waiting for deployment "{name}" rollout to finish: {status.replicas - status.updated_replicas} '
-                "old replicas are pending termination...",
-                False,
-                False,
-            )
-        if status.available_replicas < status.updated_replicas:
-            return (
-                f'Waiting for deployment "{name}" rollout to finish: {status.available_replicas} of '
-                f"{status.updated_replicas} updated replicas are available...",
-                False,
-                False,
-            )
-        return f'deployment "{name}" successfully rolled out', True, False
-    return "Waiting for deployment spec update to be observed...", False, False
+    phase = rollout_phase(target, status)
+    return status_message(name, target, status, phase), phase.done, phase.failed

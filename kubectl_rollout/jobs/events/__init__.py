@@ -4,6 +4,6 @@ Importing this package registers every event type, so that ``Event.from_dict``
 decodes any of them, whichever module a consumer happened to import.
 """
 
-from kubectl_rollout.jobs.events import drain, eviction, job, restart
+from kubectl_rollout.jobs.events import drain, eviction, job, restart, rollout
 
-__all__ = ["drain", "eviction", "job", "restart"]
+__all__ = ["drain", "eviction", "job", "restart", "rollout"]
