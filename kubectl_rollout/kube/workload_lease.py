@@ -29,7 +29,16 @@ RENEW_EVERY = 5.0
 
 
 class LeaseHeld(UserFacingError):
-    pass
+    """Another actor holds the lease: who (empty when unknown), which lease, and when it lapses unless renewed."""
+
+    def __init__(
+        self, message: str, *, lease: str = "", holder: str = "", expires_at: float = 0.0, seconds_left: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.lease = lease
+        self.holder = holder
+        self.expires_at = expires_at
+        self.seconds_left = seconds_left
 
 
 def identity() -> str:
@@ -96,10 +105,15 @@ class WorkloadLease:
         current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
         spec = current.spec
         expires = expires_at(spec)
-        if spec.holder_identity and spec.holder_identity != self.holder and expires > time.time():
+        left = expires - time.time()
+        if spec.holder_identity and spec.holder_identity != self.holder and left > 0:
             raise LeaseHeld(
                 f"{self.subject} by {spec.holder_identity} (lease "
-                f"{self.namespace}/{self.name} valid for {expires - time.time():.0f}s more); {self.advice}"
+                f"{self.namespace}/{self.name} valid for {left:.0f}s more); {self.advice}",
+                lease=f"{self.namespace}/{self.name}",
+                holder=spec.holder_identity,
+                expires_at=expires,
+                seconds_left=left,
             )
         try:
             call_with_retry(
@@ -107,7 +121,10 @@ class WorkloadLease:
             )
         except ApiException as err:
             if err.status == 409:  # someone else took it between our read and write
-                raise LeaseHeld(f"lease {self.namespace}/{self.name} was just taken by another process") from err
+                raise LeaseHeld(
+                    f"lease {self.namespace}/{self.name} was just taken by another process",
+                    lease=f"{self.namespace}/{self.name}",
+                ) from err
             raise
         self._renewed = time.monotonic()
 

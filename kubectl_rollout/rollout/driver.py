@@ -38,6 +38,7 @@ from kubectl_rollout.rollout.plan import (
     plan,
     split,
 )
+from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
 from kubectl_rollout.rollout.record import (
     WORKLOAD_LABEL,
     Record,
@@ -281,7 +282,7 @@ class RolloutDriver:
                     outcome=RolloutOutcome.ROLLED_BACK,
                     rolled_back_to=revision,
                 )
-            return RolloutResult(succeeded=not phase.failed, message=message, outcome=_outcome(phase))
+            return RolloutResult(succeeded=not phase.failed, message=message, outcome=outcome_of(phase))
         return None
 
     def _apply(
@@ -520,65 +521,6 @@ class RolloutDriver:
             return
         self._last_message = message
         self.emit(progress_event(record, status, phase, message, replica_sets.rows(mine, new_rs)))
-
-
-def progress_event(
-    record: Record, status: RolloutStatus, phase: RolloutPhase, message: str, rows: tuple[ev.ReplicaSetRow, ...]
-) -> ev.RolloutProgressed:
-    return ev.RolloutProgressed(
-        workload=record.name,
-        namespace=record.namespace,
-        message=message,
-        phase=phase,
-        generation=record.generation,
-        desired=record.spec.replicas,
-        updated=status.updated_replicas,
-        total=status.replicas,
-        available=status.available_replicas,
-        paused=record.spec.paused,
-        rows=rows,
-    )
-
-
-def condition_changes(workload: str, before: RolloutStatus, after: RolloutStatus) -> list[ev.ConditionChanged]:
-    """The conditions ``after`` holds with another status, reason or message than ``before``, and those it lost."""
-    changes = []
-    for cond in after.conditions:
-        old = before.condition(cond.type)
-        if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
-            continue
-        changes.append(
-            ev.ConditionChanged(
-                workload=workload,
-                condition=ev.ConditionType(cond.type),
-                status=ev.ConditionStatus(cond.status),
-                reason=cond.reason,
-                message=cond.message,
-                since=cond.last_transition_time,
-            )
-        )
-    for old in before.conditions:
-        if after.condition(old.type) is None:
-            changes.append(
-                ev.ConditionChanged(
-                    workload=workload,
-                    condition=ev.ConditionType(old.type),
-                    status=ev.ConditionStatus(old.status),
-                    reason=old.reason,
-                    message=old.message,
-                    since=old.last_transition_time,
-                    removed=True,
-                )
-            )
-    return changes
-
-
-def _outcome(phase: RolloutPhase) -> RolloutOutcome:
-    if phase is RolloutPhase.DEADLINE_EXCEEDED:
-        return RolloutOutcome.DEADLINE_EXCEEDED
-    if phase is RolloutPhase.PODS_FAILING:
-        return RolloutOutcome.PODS_FAILING
-    return RolloutOutcome.COMPLETE
 
 
 def _with_progress(status: RolloutStatus, reason: str, message: str) -> RolloutStatus:

@@ -1,0 +1,184 @@
+"""A rollout job: one action on a managed workload (a spec change, then driving it; or following it), as
+one call a job runner, the CLI, the agent or the TUI makes the same way.
+
+``run_rollout_action`` emits the job's events (``jobs.events.rollout``), ends
+every job with ``RolloutFinished`` (an error included: its ``message`` says
+what failed, and the error is raised on) and returns that event. Cancellation
+is cooperative: ``cancel`` is looked at before the spec changes and between the
+driver's passes, never in the middle of a write, so the record is always whole
+and the next driver (``status -w``) carries on from it.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
+from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.rollout import operations
+from kubectl_rollout.rollout.driver import RolloutResult
+from kubectl_rollout.rollout.follow import DriveOptions, drive, follow_or_drive
+from kubectl_rollout.rollout.record import read
+
+__all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
+
+
+class ActionKind(enum.StrEnum):
+    APPLY = "apply"
+    SET_IMAGE = "set-image"
+    SCALE = "scale"
+    RESTART = "restart"
+    UNDO = "undo"
+    PAUSE = "pause"
+    RESUME = "resume"
+    #: ``status -w``: drive the rollout, or follow the driver that holds it
+    WATCH = "watch"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolloutAction:
+    """What a rollout job does; plain data, so that a job spec can carry it as JSON (``as_dict``)."""
+
+    kind: ActionKind
+    #: the workload (apply: taken from the manifest)
+    name: str = ""
+    #: None: the connection's namespace (-n, then the context's); apply: the manifest's, if it names one
+    namespace: str | None = None
+    #: apply: the apps/v1 Deployment manifest
+    manifest: Mapping[str, Any] | None = None
+    #: set image
+    images: tuple[ev.ContainerImage, ...] = ()
+    #: scale
+    replicas: int = 0
+    #: undo: 0 means the revision before the current one
+    to_revision: int = 0
+    drive: DriveOptions = field(default_factory=DriveOptions)
+
+    @property
+    def workload(self) -> str:
+        if self.kind is ActionKind.APPLY and self.manifest is not None:
+            return str((self.manifest.get("metadata") or {}).get("name", ""))
+        return self.name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "name": self.name,
+            "namespace": self.namespace,
+            "manifest": dict(self.manifest) if self.manifest is not None else None,
+            "images": [{"container": i.container, "image": i.image} for i in self.images],
+            "replicas": self.replicas,
+            "to_revision": self.to_revision,
+            "drive": {
+                "wait": self.drive.wait,
+                "timeout": self.drive.timeout,
+                "auto_rollback": self.drive.auto_rollback,
+                "ignore_pdb": self.drive.ignore_pdb,
+                "fail_after_restarts": self.drive.fail_after_restarts,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RolloutAction:
+        return cls(
+            kind=ActionKind(data["kind"]),
+            name=str(data.get("name", "")),
+            namespace=data.get("namespace"),
+            manifest=data.get("manifest"),
+            images=tuple(ev.ContainerImage(**i) for i in data.get("images", ())),
+            replicas=int(data.get("replicas", 0)),
+            to_revision=int(data.get("to_revision", 0)),
+            drive=DriveOptions(**data.get("drive", {})),
+        )
+
+
+def run_rollout_action(
+    cluster: Cluster, action: RolloutAction, emit: Emit, cancel: threading.Event
+) -> ev.RolloutFinished:
+    """Run one rollout job to its end; its last event (RolloutFinished) is also its result."""
+    namespace = action.namespace or cluster.namespace
+    name = action.workload
+    try:
+        if cancel.is_set():
+            finished = ev.RolloutFinished(
+                workload=name,
+                namespace=namespace,
+                succeeded=False,
+                outcome=ev.RolloutOutcome.INTERRUPTED,
+                message="interrupted before anything was changed",
+            )
+        else:
+            finished = _run(cluster, action, namespace, emit, cancel)
+    except Exception as err:
+        emit(
+            ev.RolloutFinished(
+                workload=name, namespace=namespace, succeeded=False, outcome=ev.RolloutOutcome.ERROR, message=_why(err)
+            )
+        )
+        raise
+    emit(finished)
+    return finished
+
+
+def _run(
+    cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit, cancel: threading.Event
+) -> ev.RolloutFinished:
+    name = action.name
+    kind = action.kind
+    if kind is ActionKind.WATCH:
+        read(cluster, namespace, name)  # not found: say so now, not after following nothing
+        return _finished(name, namespace, follow_or_drive(cluster, namespace, name, action.drive, emit, cancel))
+    if kind is ActionKind.APPLY:
+        if action.manifest is None:
+            raise UserFacingError("apply needs a manifest")
+        recorded = operations.apply_manifest(cluster, action.manifest, emit)
+    elif kind is ActionKind.SET_IMAGE:
+        recorded = operations.set_image(cluster, namespace, name, action.images, emit)
+    elif kind is ActionKind.SCALE:
+        recorded = operations.scale(cluster, namespace, name, action.replicas, emit)
+    elif kind is ActionKind.RESTART:
+        recorded = operations.restart(cluster, namespace, name, emit)
+    elif kind is ActionKind.UNDO:
+        recorded = operations.undo(cluster, namespace, name, action.to_revision, emit)
+    else:
+        recorded = operations.set_paused(cluster, namespace, name, kind is ActionKind.PAUSE, emit)
+    record = recorded.record
+    if kind is ActionKind.PAUSE or not action.drive.wait:
+        return ev.RolloutFinished(
+            workload=record.name,
+            namespace=record.namespace,
+            succeeded=True,
+            outcome=ev.RolloutOutcome.RECORDED,
+            message=f"generation {record.generation} recorded; not driven",
+            paused=record.spec.paused,
+        )
+    result = drive(cluster, record.namespace, record.name, action.drive, emit, cancel)
+    return _finished(record.name, record.namespace, result)
+
+
+def _finished(name: str, namespace: str, result: RolloutResult) -> ev.RolloutFinished:
+    return ev.RolloutFinished(
+        workload=name,
+        namespace=namespace,
+        succeeded=result.succeeded,
+        outcome=result.outcome,
+        message=result.message,
+        paused=result.paused,
+        rolled_back_to=result.rolled_back_to,
+    )
+
+
+def _why(err: Exception) -> str:
+    if isinstance(err, UserFacingError):
+        return err.message
+    if isinstance(err, ApiException):
+        return describe_api_error(err)
+    return f"{type(err).__name__}: {err}"

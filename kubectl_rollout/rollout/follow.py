@@ -1,0 +1,188 @@
+"""Drive a managed workload's rollout, or follow another driver's until its lease could lapse, then drive.
+
+One driver acts at a time (the workload's Lease). A job that finds the lease
+held follows the record's status instead, reporting it as the driver writes
+it; once the lease could have lapsed (its holder finished, or died and stopped
+renewing) the job tries to take it over, and goes on following if the holder
+renewed it. So ``status -w`` both watches a rollout and finishes one whose
+driver was killed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
+from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
+from kubectl_rollout.rollout.progress_events import outcome_of, progress_event
+from kubectl_rollout.rollout.record import WORKLOAD_LABEL, from_config_map, record_name
+from kubectl_rollout.rollout.state import rollout_phase, status_message
+
+#: at least this long between two attempts to take the lease over
+MIN_FOLLOW_SECONDS = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriveOptions:
+    """How a job drives a rollout once it has recorded its change."""
+
+    #: drive the rollout to its end; False only records the change
+    wait: bool = True
+    #: give up driving after this many seconds (the rollout goes on with the next driver)
+    timeout: float | None = None
+    #: when the rollout fails (progress deadline, failing pods), return to the last good revision
+    auto_rollback: bool = False
+    #: shrink old ReplicaSets as the Deployment controller would, past what the workload's PDBs allow
+    ignore_pdb: bool = False
+    #: fail once a new pod crash-loops this many restarts (image pull failures fail at once)
+    fail_after_restarts: int = 3
+
+
+def drive(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    options: DriveOptions,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    following: str | None = None,
+) -> RolloutResult:
+    """Drive the rollout to its end; LeaseHeld when another driver holds the workload."""
+    driver = RolloutDriver(
+        cluster,
+        namespace,
+        name,
+        emit,
+        cancel=cancel,
+        timeout=options.timeout,
+        respect_pdbs=not options.ignore_pdb,
+        auto_rollback=options.auto_rollback,
+        fail_after_restarts=options.fail_after_restarts,
+        following=following,
+    )
+    return driver.run()
+
+
+class _Follower:
+    """Follows the record's status while another driver writes it."""
+
+    def __init__(self, cluster: Cluster, namespace: str, name: str, emit: Emit, cancel: threading.Event) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.name = name
+        self.emit = emit
+        self.cancel = cancel
+        #: the last state reported while following (across every period of following)
+        self.reported = ""
+
+    def follow(self, until: float, deadline: float | None, timeout: float | None) -> RolloutResult | None:
+        """Report the status as it changes until ``until`` (monotonic); a result when the rollout ended first."""
+        key = (self.namespace, record_name(self.name))
+        records = WatchedCollection(
+            self.cluster.core.list_namespaced_config_map,
+            namespace=self.namespace,
+            field_selector=f"metadata.name={record_name(self.name)}",
+            description="the record",
+        )
+        rs_watch = WatchedCollection(
+            self.cluster.apps.list_namespaced_replica_set,
+            namespace=self.namespace,
+            label_selector=f"{WORKLOAD_LABEL}={self.name}",
+            description="ReplicaSets",
+        )
+        try:
+            records.start()
+            rs_watch.start()
+            while time.monotonic() < until:
+                if self.cancel.is_set():
+                    return RolloutResult(
+                        succeeded=False,
+                        message="interrupted; the rollout goes on with its driver",
+                        outcome=ev.RolloutOutcome.INTERRUPTED,
+                    )
+                raw = records.get(key)
+                if raw is None:
+                    return RolloutResult(
+                        succeeded=False,
+                        message=f'managed workload "{self.name}" was deleted',
+                        outcome=ev.RolloutOutcome.DELETED,
+                    )
+                record = from_config_map(raw)
+                target = record.target()
+                phase = rollout_phase(target, record.status)
+                message = status_message(self.name, target, record.status, phase)
+                if message != self.reported:
+                    mine = replica_sets.owned(rs_watch.snapshot(), record)
+                    current = replica_sets.template_hash(record.spec)
+                    new = next((m.name for m in map(replica_sets.to_managed, mine) if m.template_hash == current), "")
+                    self.emit(progress_event(record, record.status, phase, message, replica_sets.rows(mine, new)))
+                    self.reported = message
+                if phase.done:
+                    return RolloutResult(succeeded=not phase.failed, message=message, outcome=outcome_of(phase))
+                if deadline is not None and time.monotonic() > deadline:
+                    return RolloutResult(
+                        succeeded=False,
+                        message=f"timed out after {timeout:g}s: {message}",
+                        outcome=ev.RolloutOutcome.TIMED_OUT,
+                    )
+                version = record.resource_version
+
+                def changed(collection: WatchedCollection, version: str = version) -> bool:
+                    current = collection.objects_locked().get(key)
+                    return current is None or current.metadata.resource_version != version
+
+                records.wait_until(changed, min(1.0, max(0.0, until - time.monotonic())), self.cancel)
+            return None
+        finally:
+            records.stop()
+            rs_watch.stop()
+
+
+def follow_or_drive(
+    cluster: Cluster, namespace: str, name: str, options: DriveOptions, emit: Emit, cancel: threading.Event
+) -> RolloutResult:
+    """Drive the rollout; while another driver holds the lease, follow the record's status instead."""
+    deadline = None if options.timeout is None else time.monotonic() + options.timeout
+    follower = _Follower(cluster, namespace, name, emit, cancel)
+    holder: str | None = None
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return drive(
+                cluster,
+                namespace,
+                name,
+                DriveOptions(
+                    timeout=left,
+                    auto_rollback=options.auto_rollback,
+                    ignore_pdb=options.ignore_pdb,
+                    fail_after_restarts=options.fail_after_restarts,
+                ),
+                emit,
+                cancel,
+                following=holder,
+            )
+        except LeaseHeld as held:
+            holder = held.holder
+            emit(
+                ev.FollowingDriver(
+                    workload=name,
+                    lease=held.lease,
+                    holder=held.holder,
+                    expires_at=held.expires_at,
+                    seconds_left=held.seconds_left,
+                )
+            )
+            # Try again as soon as the lease could have lapsed; a holder that renews it meanwhile is followed on.
+            wait = min(float(LEASE_SECONDS), max(MIN_FOLLOW_SECONDS, held.seconds_left))
+        result = follower.follow(time.monotonic() + wait, deadline, options.timeout)
+        if result is not None:
+            return result

@@ -1,0 +1,68 @@
+"""Events that describe a managed workload as its record and ReplicaSets stand: the same for a driver
+and for a job that follows another driver. Pure: records and statuses in, events out."""
+
+from __future__ import annotations
+
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
+from kubectl_rollout.rollout.record import Record
+from kubectl_rollout.rollout.state import RolloutStatus
+
+
+def progress_event(
+    record: Record, status: RolloutStatus, phase: RolloutPhase, message: str, rows: tuple[ev.ReplicaSetRow, ...]
+) -> ev.RolloutProgressed:
+    return ev.RolloutProgressed(
+        workload=record.name,
+        namespace=record.namespace,
+        message=message,
+        phase=phase,
+        generation=record.generation,
+        desired=record.spec.replicas,
+        updated=status.updated_replicas,
+        total=status.replicas,
+        available=status.available_replicas,
+        paused=record.spec.paused,
+        rows=rows,
+    )
+
+
+def condition_changes(workload: str, before: RolloutStatus, after: RolloutStatus) -> list[ev.ConditionChanged]:
+    """The conditions ``after`` holds with another status, reason or message than ``before``, and those it lost."""
+    changes = []
+    for cond in after.conditions:
+        old = before.condition(cond.type)
+        if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
+            continue
+        changes.append(
+            ev.ConditionChanged(
+                workload=workload,
+                condition=ev.ConditionType(cond.type),
+                status=ev.ConditionStatus(cond.status),
+                reason=cond.reason,
+                message=cond.message,
+                since=cond.last_transition_time,
+            )
+        )
+    for old in before.conditions:
+        if after.condition(old.type) is None:
+            changes.append(
+                ev.ConditionChanged(
+                    workload=workload,
+                    condition=ev.ConditionType(old.type),
+                    status=ev.ConditionStatus(old.status),
+                    reason=old.reason,
+                    message=old.message,
+                    since=old.last_transition_time,
+                    removed=True,
+                )
+            )
+    return changes
+
+
+def outcome_of(phase: RolloutPhase) -> RolloutOutcome:
+    if phase is RolloutPhase.DEADLINE_EXCEEDED:
+        return RolloutOutcome.DEADLINE_EXCEEDED
+    if phase is RolloutPhase.PODS_FAILING:
+        return RolloutOutcome.PODS_FAILING
+    return RolloutOutcome.COMPLETE

@@ -1,0 +1,131 @@
+"""The rollout's text output: kubectl rollout status' lines on stdout, the driver's doings on stderr."""
+
+from __future__ import annotations
+
+import io
+
+from kubectl_rollout.cli.rollout_output import RolloutPrinter
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Event
+
+WAITING = 'Waiting for deployment "web" rollout to finish: 1 out of 3 new replicas have been updated...'
+DONE = 'deployment "web" successfully rolled out'
+
+
+def render(*events: Event) -> tuple[list[str], list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    printer = RolloutPrinter(out, err)
+    for event in events:
+        printer(event)
+    return out.getvalue().splitlines(), err.getvalue().splitlines()
+
+
+def progressed(message: str, phase: ev.RolloutPhase = ev.RolloutPhase.UPDATING) -> ev.RolloutProgressed:
+    return ev.RolloutProgressed(workload="web", namespace="shop", message=message, phase=phase)
+
+
+def finished(outcome: ev.RolloutOutcome, message: str, *, succeeded: bool = False) -> ev.RolloutFinished:
+    return ev.RolloutFinished(workload="web", namespace="shop", succeeded=succeeded, outcome=outcome, message=message)
+
+
+def test_one_pass_of_actions_is_one_line_before_the_state_it_led_to() -> None:
+    out, err = render(
+        ev.SpecChanged(workload="web", namespace="shop", change=ev.SpecChange.APPLY, generation=1, created=True),
+        ev.ReplicaSetCreated(workload="web", name="web-7c9d", revision=2, replicas=1),
+        progressed(WAITING),
+        ev.ReplicaSetScaled(workload="web", name="web-5b8f", from_replicas=3, to_replicas=2),
+        ev.ReplicaSetScaled(workload="web", name="web-7c9d", from_replicas=1, to_replicas=2, updated=True),
+        progressed(WAITING),
+        ev.ReplicaSetDeleted(workload="web", name="web-1a2b", revision=1),
+        progressed(DONE, ev.RolloutPhase.COMPLETE),
+        finished(ev.RolloutOutcome.COMPLETE, DONE, succeeded=True),
+    )
+    assert out == ["workload/web created", WAITING, WAITING, DONE]
+    assert err == [
+        "  create the new ReplicaSet at 1 (revision 2)",
+        "  scale web-5b8f to 2; scale web-7c9d to 2",
+        "  delete web-1a2b (beyond revisionHistoryLimit)",
+    ]
+
+
+def test_a_pdb_hold_names_the_pdbs_and_repeats_where_the_rollout_stands() -> None:
+    room = ev.PdbRoom(namespace="shop", name="web", disruptions_allowed=0, healthy=4, needed=4, expected_pods=5)
+    hold = ev.ScaleDownHeldByPdb(
+        workload="web", pdbs=(room,), held=(ev.HeldScaleDown(name="web-5b8f", replicas=4, wanted=3, allowed=4),)
+    )
+    out, err = render(hold, progressed(WAITING), hold)
+    assert err == [
+        "  scale-down held back by PodDisruptionBudget shop/web",
+        "  scale-down held back by PodDisruptionBudget shop/web",
+    ]
+    assert out == [WAITING, WAITING]
+
+
+def test_auto_rollback_and_its_failure() -> None:
+    failed = 'deployment "web" failed: pod web-7c9d-x: container app is in CrashLoopBackOff (restarted 2 times)'
+    out, err = render(
+        progressed(failed, ev.RolloutPhase.PODS_FAILING),
+        ev.RollingBack(workload="web", from_revision=2, to_revision=1, replica_set="web-5b8f", generation=3),
+        ev.RevisionAssigned(workload="web", name="web-5b8f", revision=3, previous_revision=1),
+        progressed(DONE, ev.RolloutPhase.COMPLETE),
+        ev.RolledBack(workload="web", to_revision=1, replica_set="web-5b8f", complete=True),
+        finished(ev.RolloutOutcome.ROLLED_BACK, f"rolled back to revision 1: {DONE}"),
+    )
+    assert out == [failed, failed, DONE]
+    assert err == [
+        "  rolling back to revision 1 (web-5b8f)",
+        "  web-5b8f becomes revision 3",
+        f"error: rolled back to revision 1: {DONE}",
+    ]
+
+
+def test_following_another_driver_is_said_once_then_its_states() -> None:
+    following = ev.FollowingDriver(
+        workload="web", lease="shop/rollout-plus.web", holder="host/7/abcd", expires_at=1.0, seconds_left=11.6
+    )
+    out, err = render(following, progressed(WAITING), following, progressed(DONE, ev.RolloutPhase.COMPLETE))
+    assert err == [
+        'managed workload "web" is being driven by host/7/abcd (lease shop/rollout-plus.web valid for 12s more); '
+        "following its progress"
+    ]
+    assert out == [WAITING, DONE]
+
+
+def test_a_driver_that_takes_over_starts_without_a_state_to_repeat() -> None:
+    room = ev.PdbRoom(namespace="shop", name="web", disruptions_allowed=0, healthy=1, needed=1, expected_pods=1)
+    out, err = render(
+        ev.FollowingDriver(workload="web", lease="shop/rollout-plus.web"),
+        progressed(WAITING),
+        ev.TookOver(workload="web", lease="shop/rollout-plus.web"),
+        ev.ScaleDownHeldByPdb(workload="web", pdbs=(room,), held=()),
+    )
+    assert err[0] == "lease shop/rollout-plus.web was just taken by another process; following its progress"
+    assert out == [WAITING]
+
+
+def test_what_each_command_recorded() -> None:
+    def changed(change: ev.SpecChange, **data: object) -> ev.SpecChanged:
+        return ev.SpecChanged(workload="web", namespace="shop", change=change, generation=2, **data)  # type: ignore[arg-type]
+
+    out, err = render(
+        changed(ev.SpecChange.APPLY),
+        changed(ev.SpecChange.UNDO, to_revision=1, replica_set="web-5b8f"),
+        changed(ev.SpecChange.PAUSE),
+        changed(ev.SpecChange.RESUME),
+        changed(ev.SpecChange.IMAGE),
+        changed(ev.SpecChange.SCALE, replicas=3),
+    )
+    assert out == ["workload/web configured", "workload/web paused", "workload/web resumed"]
+    assert err == ["workload/web rolling back to revision 1"]
+
+
+def test_endings() -> None:
+    paused = 'workload "web" is paused (...); resume it with kubectl rollout-plus resume web'
+    assert render(finished(ev.RolloutOutcome.PAUSED, paused, succeeded=True)) == ([], [paused])
+    assert render(finished(ev.RolloutOutcome.TIMED_OUT, "timed out after 5s: x")) == (
+        [],
+        ["error: timed out after 5s: x"],
+    )
+    # The command prints an error itself; a recorded change needs no ending.
+    assert render(finished(ev.RolloutOutcome.ERROR, "not found")) == ([], [])
+    assert render(finished(ev.RolloutOutcome.RECORDED, "recorded", succeeded=True)) == ([], [])
