@@ -23,6 +23,7 @@ from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
+from kubectl_rollout.jobs.views.rollout import rows_after
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.watched_collection import WatchedCollection
@@ -124,6 +125,10 @@ class RolloutDriver:
         self._spent: dict[str, tuple[str, int]] = {}
         #: what made this pass's ReplicaFailure condition, if a new pod did
         self._failure: _PodFailure | None = None
+        #: the conditions as last reported (ConditionChanged)
+        self._reported = RolloutStatus()
+        #: what this pass did to the ReplicaSets, so that its report shows them as they now are
+        self._done: list[ev.ReplicaSetAction] = []
 
     def _watch(self, list_func: Callable[..., Any], description: str, **kwargs: Any) -> WatchedCollection:
         return WatchedCollection(
@@ -240,16 +245,18 @@ class RolloutDriver:
             complete=is_complete(target, status),
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
+        self._done = []
         by_name = {m.name: m for m in managed}
         for action in actions:
             status = self._apply(action, record, mine, by_name, new, status)
+        before = record.status
         if status != record.status:
             try:
-                saved = save_status(self.cluster, record, status)
+                record = save_status(self.cluster, record, status)
             except StaleRecord:
                 return None  # the watch has not caught up with our last write; the next pass will
-            self._report_conditions(record, record.status, status, new.name if new else "")
-            record = saved
+        self._report_conditions(record.status)
+        self._report_failures(record, before, record.status, new.name if new else "")
 
         phase = rollout_phase(target, status)
         message = status_message(spec.name, target, status, phase)
@@ -303,7 +310,7 @@ class RolloutDriver:
                 revision=action.revision,
                 collision_count=status.collision_count,
             )
-            self.emit(
+            self._did(
                 ev.ReplicaSetCreated(
                     workload=self.name,
                     name=created.metadata.name,
@@ -317,7 +324,7 @@ class RolloutDriver:
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
             before = managed[action.name].replicas if action.name in managed else 0
-            self.emit(
+            self._did(
                 ev.ReplicaSetScaled(
                     workload=self.name,
                     name=action.name,
@@ -330,7 +337,7 @@ class RolloutDriver:
             rs = next(r for r in mine if r.metadata.name == action.name)
             replica_sets.set_revision(self.cluster, record, rs, action.revision)
             previous = managed[action.name].revision if action.name in managed else 0
-            self.emit(
+            self._did(
                 ev.RevisionAssigned(
                     workload=self.name, name=action.name, revision=action.revision, previous_revision=previous
                 )
@@ -339,8 +346,12 @@ class RolloutDriver:
         elif isinstance(action, DeleteReplicaSet):
             replica_sets.delete(self.cluster, record, action.name)
             revision = managed[action.name].revision if action.name in managed else 0
-            self.emit(ev.ReplicaSetDeleted(workload=self.name, name=action.name, revision=revision))
+            self._did(ev.ReplicaSetDeleted(workload=self.name, name=action.name, revision=revision))
         return status
+
+    def _did(self, action: ev.ReplicaSetAction) -> None:
+        self._done.append(action)
+        self.emit(action)
 
     # --- beyond the controller ------------------------------------------------------------
 
@@ -482,10 +493,21 @@ class RolloutDriver:
 
     # --- reporting ------------------------------------------------------------------------
 
-    def _report_conditions(self, record: Record, before: RolloutStatus, after: RolloutStatus, new_rs: str) -> None:
-        """One ConditionChanged per condition whose status, reason or message the write changed."""
-        for change in condition_changes(self.name, before, after):
+    def _report_conditions(self, status: RolloutStatus) -> None:
+        """One ConditionChanged per condition whose status, reason or message differs from the last reported.
+
+        The first pass reports every condition the record holds, so that a job's
+        events alone tell a view where the conditions stand.
+        """
+        for change in condition_changes(self.name, self._reported, status):
             self.emit(change)
+        self._reported = status
+
+    def _report_failures(self, record: Record, before: RolloutStatus, after: RolloutStatus, new_rs: str) -> None:
+        """What this pass's write turned into a failure: the progress deadline, or failing new pods."""
+        for change in condition_changes(self.name, before, after):
+            if change.removed:
+                continue
             if change.condition is ev.ConditionType.PROGRESSING and change.reason == TIMED_OUT:
                 self.emit(
                     ev.DeadlineExceeded(
@@ -520,7 +542,10 @@ class RolloutDriver:
         if message == self._last_message and not acted:
             return
         self._last_message = message
-        self.emit(progress_event(record, status, phase, message, replica_sets.rows(mine, new_rs)))
+        rows = replica_sets.rows(mine, new_rs)
+        for action in self._done:
+            rows = rows_after(rows, action)
+        self.emit(progress_event(record, status, phase, message, rows))
 
 
 def _with_progress(status: RolloutStatus, reason: str, message: str) -> RolloutStatus:

@@ -21,9 +21,9 @@ from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
 from kubectl_rollout.rollout import replica_sets
 from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
-from kubectl_rollout.rollout.progress_events import outcome_of, progress_event
+from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
 from kubectl_rollout.rollout.record import WORKLOAD_LABEL, from_config_map, record_name
-from kubectl_rollout.rollout.state import rollout_phase, status_message
+from kubectl_rollout.rollout.state import RolloutStatus, rollout_phase, status_message
 
 #: at least this long between two attempts to take the lease over
 MIN_FOLLOW_SECONDS = 1.0
@@ -82,6 +82,8 @@ class _Follower:
         self.cancel = cancel
         #: the last state reported while following (across every period of following)
         self.reported = ""
+        #: the last status seen, whose conditions were reported
+        self.status = RolloutStatus()
 
     def follow(self, until: float, deadline: float | None, timeout: float | None) -> RolloutResult | None:
         """Report the status as it changes until ``until`` (monotonic); a result when the rollout ended first."""
@@ -119,6 +121,9 @@ class _Follower:
                 target = record.target()
                 phase = rollout_phase(target, record.status)
                 message = status_message(self.name, target, record.status, phase)
+                for change in condition_changes(self.name, self.status, record.status):
+                    self.emit(change)
+                self.status = record.status
                 if message != self.reported:
                     mine = replica_sets.owned(rs_watch.snapshot(), record)
                     current = replica_sets.template_hash(record.spec)
