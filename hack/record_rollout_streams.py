@@ -3,10 +3,10 @@
 
 Runs the plugin with ``-o jsonl`` against a running cluster (the local control
 plane, with the kwok stages of hack/kwok/stages.yaml) and writes one file per
-job into tests/unit/streams/. Each scenario gets a namespace of its own, deleted
-at the end. The plugin must be on PATH as ``kubectl-rollout_plus``.
+job, tests/unit/streams/rollout_*.jsonl. Each scenario gets a namespace of its
+own, deleted at the end. The plugin must be on PATH as ``kubectl-rollout_plus``.
 
-    hack/record_rollout_streams.py --kubeconfig .cluster/default/kubeconfig
+    PATH=.venv/bin:$PATH hack/record_rollout_streams.py --kubeconfig .cluster/default/kubeconfig [SCENARIO...]
 """
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ class Scenario:
         if done.returncode != expect:
             sys.exit(f"{' '.join(args)} exited {done.returncode}, not {expect}:\n{done.stderr}")
         if record:
-            (STREAMS / f"{record}.jsonl").write_text(done.stdout)
-            print(f"{record}.jsonl: {len(done.stdout.splitlines())} events")
+            (STREAMS / f"rollout_{record}.jsonl").write_text(done.stdout)
+            print(f"rollout_{record}.jsonl: {len(done.stdout.splitlines())} events")
 
     def apply(self, document: dict[str, Any], *args: str, record: str | None = None, expect: int = 0) -> None:
         path = self.tmp / f"web-{time.monotonic_ns()}.yaml"

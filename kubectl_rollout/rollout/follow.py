@@ -10,6 +10,7 @@ driver was killed.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -161,20 +162,8 @@ def follow_or_drive(
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            return drive(
-                cluster,
-                namespace,
-                name,
-                DriveOptions(
-                    timeout=left,
-                    auto_rollback=options.auto_rollback,
-                    ignore_pdb=options.ignore_pdb,
-                    fail_after_restarts=options.fail_after_restarts,
-                ),
-                emit,
-                cancel,
-                following=holder,
-            )
+            remaining = dataclasses.replace(options, timeout=left)
+            return drive(cluster, namespace, name, remaining, emit, cancel, following=holder)
         except LeaseHeld as held:
             holder = held.holder
             emit(

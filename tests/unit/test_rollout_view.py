@@ -1,4 +1,4 @@
-"""The rollout view folded from event streams of real runs (tests/unit/streams, hack/record_rollout_streams.py).
+"""The rollout view folded from event streams of real runs (tests/unit/streams/rollout_*.jsonl).
 
 Each stream is what ``-o jsonl`` printed for one job against the local control
 plane: a new image rolled out, undone, held back by a PDB, failed and rolled
@@ -24,7 +24,11 @@ T = ev.ConditionType
 
 
 def load(name: str) -> list[Envelope]:
-    return [Envelope.from_dict(json.loads(line)) for line in (STREAMS / f"{name}.jsonl").read_text().splitlines()]
+    return [Envelope.from_dict(json.loads(line)) for line in path(name).read_text().splitlines()]
+
+
+def path(name: str) -> Path:
+    return STREAMS / f"rollout_{name}.jsonl"
 
 
 def shape(view: RolloutView) -> list[tuple[int, int, bool]]:
@@ -54,7 +58,7 @@ ALL = ["apply_created", "set_image", "undo", "pdb_held", "auto_rollback", "follo
 
 @pytest.mark.parametrize("name", ALL)
 def test_each_line_round_trips_exactly(name: str) -> None:
-    for line in (STREAMS / f"{name}.jsonl").read_text().splitlines():
+    for line in path(name).read_text().splitlines():
         assert Envelope.from_dict(json.loads(line)).as_dict() == json.loads(line)
 
 

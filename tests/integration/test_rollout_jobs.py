@@ -1,0 +1,127 @@
+"""Rollout jobs without click: ``run_rollout_action`` in this process, and the ``-o jsonl`` stream, against
+the real control plane."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+import yaml
+from plugin import events, run_plugin
+
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Envelope, Event
+from kubectl_rollout.jobs.views.rollout import fold_all
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.rollout.actions import ActionKind, DriveOptions, RolloutAction, run_rollout_action
+from kubectl_rollout.rollout.record import WorkloadNotFound
+
+
+def workload(replicas: int, ready_after: str = "1s") -> dict[str, Any]:
+    document = manifests.deployment("web", replicas=replicas, annotations={manifests.READY_AFTER: ready_after})
+    document["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    return document
+
+
+def shape(cluster: Cluster, namespace: str) -> list[tuple[int, int, str]]:
+    found = []
+    for rs in cluster.apps.list_namespaced_replica_set(namespace, label_selector="app=web").items:
+        revision = int((rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision", "0"))
+        found.append((revision, rs.spec.replicas, rs.spec.template.spec.containers[0].image))
+    return sorted(found)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, event: Event) -> None:
+        with self.changed:
+            self.events.append(event)
+            self.changed.notify_all()
+
+    def wait_for(self, kind: type[Event], timeout: float = 60) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: any(isinstance(e, kind) for e in self.events), timeout), kind
+
+
+def test_the_jsonl_stream_folds_into_what_the_cluster_holds(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump(workload(3)))
+    assert run_plugin("apply", "-f", str(path), "-n", namespace, kubeconfig=kubeconfig).returncode == 0
+
+    result = run_plugin(
+        "set", "image", "web", "app=registry.example/app:v2", "-n", namespace, "-o", "jsonl", kubeconfig=kubeconfig
+    )
+
+    assert result.returncode == 0, result.stderr
+    lines = events(result)
+    assert len(lines) == len(result.stdout.splitlines())  # nothing but events on stdout
+    view = fold_all(Envelope.from_dict(line) for line in lines)
+    assert view.finished is not None
+    assert view.finished.outcome is ev.RolloutOutcome.COMPLETE
+    assert [(r.revision, r.desired) for r in reversed(view.rows)] == [(s[0], s[1]) for s in shape(cluster, namespace)]
+    status = json.loads(run_plugin("status", "web", "-n", namespace, "-o", "json", kubeconfig=kubeconfig).stdout)
+    assert {k.value: c.reason for k, c in view.conditions.items()} == {
+        c["type"]: c["reason"] for c in status["status"]["conditions"]
+    }
+
+
+def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(namespace: str, kubeconfig: Path) -> None:
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        created = run_rollout_action(
+            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), Recorder(), threading.Event()
+        )
+        assert created.outcome is ev.RolloutOutcome.COMPLETE
+
+        recorder, cancel = Recorder(), threading.Event()
+        change = RolloutAction(
+            kind=ActionKind.SET_IMAGE,
+            name="web",
+            images=(ev.ContainerImage(container="app", image="registry.example/app:v2"),),
+        )
+        outcome: list[ev.RolloutFinished] = []
+        job = threading.Thread(target=lambda: outcome.append(run_rollout_action(cluster, change, recorder, cancel)))
+        job.start()
+        recorder.wait_for(ev.ReplicaSetCreated)
+        cancel.set()
+        job.join(timeout=30)
+
+        assert not job.is_alive()
+        (finished,) = outcome
+        assert finished.outcome is ev.RolloutOutcome.INTERRUPTED
+        assert recorder.events[-1] == finished
+        assert shape(cluster, namespace)[-1][2] == "registry.example/app:v2"
+        assert shape(cluster, namespace) != [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
+        # The lease went with the job: the next one drives at once, it does not follow a ghost.
+        follower = Recorder()
+        watched = run_rollout_action(
+            cluster, RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions()), follower, threading.Event()
+        )
+        assert watched.outcome is ev.RolloutOutcome.COMPLETE
+        assert not any(isinstance(e, ev.FollowingDriver) for e in follower.events)
+        assert shape(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
+    finally:
+        cluster.close()
+
+
+def test_an_error_ends_the_job_with_its_reason(namespace: str, kubeconfig: Path) -> None:
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    recorder = Recorder()
+    try:
+        with pytest.raises(WorkloadNotFound, match='managed workload "ghost" not found'):
+            run_rollout_action(cluster, RolloutAction(kind=ActionKind.UNDO, name="ghost"), recorder, threading.Event())
+    finally:
+        cluster.close()
+    (finished,) = recorder.events
+    assert isinstance(finished, ev.RolloutFinished)
+    assert finished.outcome is ev.RolloutOutcome.ERROR
+    assert 'managed workload "ghost" not found' in finished.message
