@@ -87,7 +87,6 @@ class _PodFailure:
     reason: str
     restart_count: int
     image: str
-    message: str
 
 
 class RolloutDriver:
@@ -456,7 +455,6 @@ class RolloutDriver:
                     reason=waiting.reason,
                     restart_count=container.restart_count or 0,
                     image=container.image or "",
-                    message=message,
                 )
                 cond = condition(REPLICA_FAILURE, True, PODS_FAILING, message, now)
                 return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
 from kubectl_rollout.rollout.record import Record
-from kubectl_rollout.rollout.state import RolloutStatus
+from kubectl_rollout.rollout.state import Condition, RolloutStatus
 
 
 def progress_event(
@@ -28,36 +28,37 @@ def progress_event(
 
 
 def condition_changes(workload: str, before: RolloutStatus, after: RolloutStatus) -> list[ev.ConditionChanged]:
-    """The conditions ``after`` holds with another status, reason or message than ``before``, and those it lost."""
+    """The conditions ``after`` holds with another status, reason or message than ``before``, and those it lost.
+
+    A refreshed lastUpdateTime alone is no change. Condition types other than
+    the workload's three (written by hand into the record) are left out.
+    """
     changes = []
     for cond in after.conditions:
         old = before.condition(cond.type)
         if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
             continue
-        changes.append(
-            ev.ConditionChanged(
-                workload=workload,
-                condition=ev.ConditionType(cond.type),
-                status=ev.ConditionStatus(cond.status),
-                reason=cond.reason,
-                message=cond.message,
-                since=cond.last_transition_time,
-            )
-        )
+        changes += _changed(workload, cond, removed=False)
     for old in before.conditions:
         if after.condition(old.type) is None:
-            changes.append(
-                ev.ConditionChanged(
-                    workload=workload,
-                    condition=ev.ConditionType(old.type),
-                    status=ev.ConditionStatus(old.status),
-                    reason=old.reason,
-                    message=old.message,
-                    since=old.last_transition_time,
-                    removed=True,
-                )
-            )
+            changes += _changed(workload, old, removed=True)
     return changes
+
+
+def _changed(workload: str, cond: Condition, *, removed: bool) -> list[ev.ConditionChanged]:
+    if cond.type not in set(ev.ConditionType) or cond.status not in set(ev.ConditionStatus):
+        return []
+    return [
+        ev.ConditionChanged(
+            workload=workload,
+            condition=ev.ConditionType(cond.type),
+            status=ev.ConditionStatus(cond.status),
+            reason=cond.reason,
+            message=cond.message,
+            since=cond.last_transition_time,
+            removed=removed,
+        )
+    ]
 
 
 def outcome_of(phase: RolloutPhase) -> RolloutOutcome:
