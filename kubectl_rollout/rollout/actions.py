@@ -11,6 +11,7 @@ and the next driver (``status -w``) carries on from it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import threading
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.events.base import Emit, decode_dataclass, encode_value
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.rollout import operations
@@ -69,35 +70,12 @@ class RolloutAction:
         return self.name
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "name": self.name,
-            "namespace": self.namespace,
-            "manifest": dict(self.manifest) if self.manifest is not None else None,
-            "images": [{"container": i.container, "image": i.image} for i in self.images],
-            "replicas": self.replicas,
-            "to_revision": self.to_revision,
-            "drive": {
-                "wait": self.drive.wait,
-                "timeout": self.drive.timeout,
-                "auto_rollback": self.drive.auto_rollback,
-                "ignore_pdb": self.drive.ignore_pdb,
-                "fail_after_restarts": self.drive.fail_after_restarts,
-            },
-        }
+        return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RolloutAction:
-        return cls(
-            kind=ActionKind(data["kind"]),
-            name=str(data.get("name", "")),
-            namespace=data.get("namespace"),
-            manifest=data.get("manifest"),
-            images=tuple(ev.ContainerImage(**i) for i in data.get("images", ())),
-            replicas=int(data.get("replicas", 0)),
-            to_revision=int(data.get("to_revision", 0)),
-            drive=DriveOptions(**data.get("drive", {})),
-        )
+        action: RolloutAction = decode_dataclass(cls, data)
+        return action
 
 
 def run_rollout_action(
