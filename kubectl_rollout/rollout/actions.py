@@ -127,7 +127,7 @@ def _run(
     elif kind is ActionKind.UNDO:
         recorded = operations.undo(cluster, namespace, name, action.to_revision, emit)
     else:
-        recorded = operations.set_paused(cluster, namespace, name, kind is ActionKind.PAUSE, emit)
+        recorded = operations.set_paused(cluster, namespace, name, emit, paused=kind is ActionKind.PAUSE)
     record = recorded.record
     if kind is ActionKind.PAUSE or not action.drive.wait:
         return ev.RolloutFinished(

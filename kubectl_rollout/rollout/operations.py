@@ -207,7 +207,7 @@ def undo(cluster: Cluster, namespace: str, name: str, to_revision: int, emit: Em
     return _recorded(emit, before, after, ev.SpecChange.UNDO, to_revision=revision, replica_set=str(rs.metadata.name))
 
 
-def set_paused(cluster: Cluster, namespace: str, name: str, paused: bool, emit: Emit) -> SpecChangeResult:
+def set_paused(cluster: Cluster, namespace: str, name: str, emit: Emit, *, paused: bool) -> SpecChangeResult:
     """Pause (no rollout progress, no deadline; scaling still applies) or resume; UsageError when already so."""
     record = read(cluster, namespace, name)
     if bool(record.spec.paused) == paused:
