@@ -13,30 +13,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_rollout.cli.interruptible import run_interruptibly
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
 from kubectl_rollout.cli.rollout_output import RolloutPrinter
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events.rollout import ContainerImage
-from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.rollout.spec import InvalidManifest
 
 if TYPE_CHECKING:
+    from kubectl_rollout.jobs.events.base import Envelope
+
     # These import the kubernetes client (and yaml): each function imports what
     # it uses when it runs, so that --help and TAB completion do without them.
+    from kubectl_rollout.jobs.spec import DriveOptions, RolloutAction
     from kubectl_rollout.kube.cluster_access import Cluster
-    from kubectl_rollout.rollout.actions import DriveOptions, RolloutAction
 
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -90,39 +89,40 @@ def _drive_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _pop_drive(options: dict[str, Any]) -> tuple[DriveOptions, str]:
     """Take the drive options and -o out of a command's keyword arguments, leaving the connection flags."""
-    from kubectl_rollout.rollout.actions import DriveOptions
+    from kubectl_rollout.jobs.spec import DriveOptions
 
     names = [f.name for f in dataclasses.fields(DriveOptions)]
     drive = DriveOptions(**{name: options.pop(name) for name in names if name in options})
     return drive, options.pop("output", "text")
 
 
-def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output: str) -> None:
-    """Run a rollout job in this process, print its events, and exit as it ended."""
-    from kubectl_rollout.rollout.actions import run_rollout_action
+def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output: str, flags: dict[str, Any]) -> None:
+    """Run a rollout job through the job runner, print its events, and exit as it ended."""
+    from kubectl_rollout.cli.job_commands import connection_of, run_in_process
+    from kubectl_rollout.jobs.spec import JobKind, JobSpec
 
+    spec = JobSpec(kind=JobKind.ROLLOUT, connection=connection_of(ctx, cluster, flags), rollout=action)
     if output == "jsonl":
-        stream = EventStream(new_job_id(), JsonLinesPrinter(sys.stdout))
+        sink: Callable[[Envelope], None] = JsonLinesPrinter(sys.stdout)
     else:
         printer = RolloutPrinter(sys.stdout, sys.stderr)
-        stream = EventStream(new_job_id(), lambda envelope: printer(envelope.event))
-    cancel = threading.Event()
-    finished = run_interruptibly(
-        lambda: run_rollout_action(cluster, action, stream.emit, cancel),
-        cancel,
+        sink = lambda envelope: printer(envelope.event)  # noqa: E731
+    run_in_process(
+        ctx,
+        spec,
+        cluster,
+        sink,
         on_interrupt="interrupted: the rollout's state is in the cluster; continue it with "
         + next_steps.follow_rollout(action.workload),
-        name=f"{action.kind.value} {action.workload}",
+        close=lambda: None,
     )
-    if not finished.succeeded:
-        ctx.exit(1)
 
 
 def _change(ctx: click.Context, action: RolloutAction, options: dict[str, Any]) -> None:
     """Record a change of the spec and drive the rollout; ``options`` are the command's drive and connection flags."""
     drive, output = _pop_drive(options)
     cluster = open_cluster(ctx, **options)
-    _run_job(ctx, cluster, dataclasses.replace(action, drive=drive), output)
+    _run_job(ctx, cluster, dataclasses.replace(action, drive=drive), output, options)
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
     with maxSurge/maxUnavailable, or Recreate), never shrinks old pods past a
     PodDisruptionBudget, and fails fast when new pods cannot start.
     """
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     manifest = load_manifest(filename)
     _change(ctx, RolloutAction(kind=ActionKind.APPLY, manifest=manifest), options)
@@ -181,7 +181,7 @@ def set_group() -> None:
 @click.pass_context
 def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **options: Any) -> None:
     """Set the image of containers of managed workload NAME (CONTAINER=IMAGE; * for every container)."""
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     wanted: dict[str, str] = {}
     for pair in images:
@@ -201,7 +201,7 @@ def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **optio
 @click.pass_context
 def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> None:
     """Set the number of replicas of managed workload NAME (mid-rollout: proportionally, like the controller)."""
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     if replicas < 0:
         raise UsageError(f"--replicas must be 0 or more, not {replicas}")
@@ -245,7 +245,7 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, r
     A restart that stops early records how far it got on the workload (the
     label rollout-plus.kubectl.io/restart-cutoff); --resume continues it.
     """
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     if "/" in name:
         restart_by_eviction(
@@ -273,10 +273,10 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, r
 @click.pass_context
 def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
     """Pause managed workload NAME: no rollout progress, no deadline, until resumed (scaling still applies)."""
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     cluster = open_cluster(ctx, **flags)
-    _run_job(ctx, cluster, RolloutAction(kind=ActionKind.PAUSE, name=name), "text")
+    _run_job(ctx, cluster, RolloutAction(kind=ActionKind.PAUSE, name=name), "text", flags)
 
 
 @click.command("resume")
@@ -286,7 +286,7 @@ def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
 @click.pass_context
 def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
     """Resume paused managed workload NAME and drive its rollout."""
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     _change(ctx, RolloutAction(kind=ActionKind.RESUME, name=name), options)
 
@@ -307,15 +307,15 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
 @click.pass_context
 def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None, output: str, **flags: Any) -> None:
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
+    from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
     from kubectl_rollout.rollout import operations
-    from kubectl_rollout.rollout.actions import ActionKind, DriveOptions, RolloutAction
 
     if output == "jsonl" and not watch:
         raise UsageError("-o jsonl prints a job's events: use it with -w (or -o json for the status once)")
     cluster = open_cluster(ctx, **flags)
     if watch:
         action = RolloutAction(kind=ActionKind.WATCH, name=name, drive=DriveOptions(timeout=timeout))
-        _run_job(ctx, cluster, action, "jsonl" if output == "jsonl" else "text")
+        _run_job(ctx, cluster, action, "jsonl" if output == "jsonl" else "text", flags)
         return
     report = operations.rollout_status(cluster, cluster.namespace, name)
     if output == "json":
@@ -375,7 +375,7 @@ def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> No
 @click.pass_context
 def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> None:
     """Return managed workload NAME to a previous revision's pod template (its ReplicaSet is reused)."""
-    from kubectl_rollout.rollout.actions import ActionKind, RolloutAction
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     _change(ctx, RolloutAction(kind=ActionKind.UNDO, name=name, to_revision=to_revision), options)
 

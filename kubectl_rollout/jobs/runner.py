@@ -31,6 +31,7 @@ from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, con
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.restart.engine import EvictionRestart, parse_target, restart_permissions
+from kubectl_rollout.rollout.actions import run_rollout_action
 
 #: exit codes of the CLI contract
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -130,7 +131,16 @@ def _restart_settings(grace_period: int, dry_run: DryRun, timeout: float, namesp
     return EvictionSettings(grace_period=grace_period, dry_run=dry_run, timeout=timeout, pdb_namespace=namespace)
 
 
+def _rollout(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+    action = spec.rollout
+    assert action is not None
+    finished = run_rollout_action(cluster, action, emit, cancel)
+    summary = f"workload/{finished.workload}: {finished.message}"
+    return _ended(ok=finished.succeeded, cancel=cancel, summary=summary)
+
+
 _BODIES: dict[JobKind, JobBody] = {
     JobKind.DRAIN: _drain,
     JobKind.RESTART: _restart,
+    JobKind.ROLLOUT: _rollout,
 }

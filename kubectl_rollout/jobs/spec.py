@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.job import JobState
@@ -88,11 +90,74 @@ class RestartJob:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DriveOptions:
+    """How a job drives a rollout once it has recorded its change."""
+
+    #: drive the rollout to its end; False only records the change
+    wait: bool = True
+    #: give up driving after this many seconds (the rollout goes on with the next driver)
+    timeout: float | None = None
+    #: when the rollout fails (progress deadline, failing pods), return to the last good revision
+    auto_rollback: bool = False
+    #: shrink old ReplicaSets as the Deployment controller would, past what the workload's PDBs allow
+    ignore_pdb: bool = False
+    #: fail once a new pod crash-loops this many restarts (image pull failures fail at once)
+    fail_after_restarts: int = 3
+
+
+class ActionKind(enum.StrEnum):
+    APPLY = "apply"
+    SET_IMAGE = "set-image"
+    SCALE = "scale"
+    RESTART = "restart"
+    UNDO = "undo"
+    PAUSE = "pause"
+    RESUME = "resume"
+    #: ``status -w``: drive the rollout, or follow the driver that holds it
+    WATCH = "watch"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RolloutAction:
+    """What a rollout job does; plain data, so that a job spec can carry it as JSON (``as_dict``)."""
+
+    kind: ActionKind
+    #: the workload (apply: taken from the manifest)
+    name: str = ""
+    #: None: the connection's namespace (-n, then the context's); apply: the manifest's, if it names one
+    namespace: str | None = None
+    #: apply: the apps/v1 Deployment manifest
+    manifest: Mapping[str, Any] | None = None
+    #: set image
+    images: tuple[ev.ContainerImage, ...] = ()
+    #: scale
+    replicas: int = 0
+    #: undo: 0 means the revision before the current one
+    to_revision: int = 0
+    drive: DriveOptions = field(default_factory=DriveOptions)
+
+    @property
+    def workload(self) -> str:
+        if self.kind is ActionKind.APPLY and self.manifest is not None:
+            return str((self.manifest.get("metadata") or {}).get("name", ""))
+        return self.name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RolloutAction:
+        action: RolloutAction = decode_dataclass(cls, data)
+        return action
+
+
+@dataclass(frozen=True, kw_only=True)
 class JobSpec:
     kind: JobKind
     connection: Connection
     drain: DrainJob | None = None
     restart: RestartJob | None = None
+    rollout: RolloutAction | None = None
     version: int = SPEC_VERSION
 
     def __post_init__(self) -> None:
@@ -107,6 +172,8 @@ class JobSpec:
             return ", ".join(f"node/{n}" for n in self.drain.nodes) or f"-l {self.drain.selector}"
         if self.restart is not None:
             return self.restart.workload
+        if self.rollout is not None:
+            return f"workload/{self.rollout.workload}"
         return ""
 
     def as_dict(self) -> dict[str, Any]:

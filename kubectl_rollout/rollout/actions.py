@@ -11,71 +11,21 @@ and the next driver (``status -w``) carries on from it.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Emit, decode_dataclass, encode_value
+from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.driver import RolloutResult
-from kubectl_rollout.rollout.follow import DriveOptions, drive, follow_or_drive
+from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.record import read
 
 __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
-
-
-class ActionKind(enum.StrEnum):
-    APPLY = "apply"
-    SET_IMAGE = "set-image"
-    SCALE = "scale"
-    RESTART = "restart"
-    UNDO = "undo"
-    PAUSE = "pause"
-    RESUME = "resume"
-    #: ``status -w``: drive the rollout, or follow the driver that holds it
-    WATCH = "watch"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RolloutAction:
-    """What a rollout job does; plain data, so that a job spec can carry it as JSON (``as_dict``)."""
-
-    kind: ActionKind
-    #: the workload (apply: taken from the manifest)
-    name: str = ""
-    #: None: the connection's namespace (-n, then the context's); apply: the manifest's, if it names one
-    namespace: str | None = None
-    #: apply: the apps/v1 Deployment manifest
-    manifest: Mapping[str, Any] | None = None
-    #: set image
-    images: tuple[ev.ContainerImage, ...] = ()
-    #: scale
-    replicas: int = 0
-    #: undo: 0 means the revision before the current one
-    to_revision: int = 0
-    drive: DriveOptions = field(default_factory=DriveOptions)
-
-    @property
-    def workload(self) -> str:
-        if self.kind is ActionKind.APPLY and self.manifest is not None:
-            return str((self.manifest.get("metadata") or {}).get("name", ""))
-        return self.name
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RolloutAction:
-        action: RolloutAction = decode_dataclass(cls, data)
-        return action
 
 
 def run_rollout_action(

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
@@ -28,22 +28,6 @@ from kubectl_rollout.rollout.state import RolloutStatus, rollout_phase, status_m
 
 #: at least this long between two attempts to take the lease over
 MIN_FOLLOW_SECONDS = 1.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class DriveOptions:
-    """How a job drives a rollout once it has recorded its change."""
-
-    #: drive the rollout to its end; False only records the change
-    wait: bool = True
-    #: give up driving after this many seconds (the rollout goes on with the next driver)
-    timeout: float | None = None
-    #: when the rollout fails (progress deadline, failing pods), return to the last good revision
-    auto_rollback: bool = False
-    #: shrink old ReplicaSets as the Deployment controller would, past what the workload's PDBs allow
-    ignore_pdb: bool = False
-    #: fail once a new pod crash-loops this many restarts (image pull failures fail at once)
-    fail_after_restarts: int = 3
 
 
 def drive(

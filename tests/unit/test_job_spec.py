@@ -7,7 +7,18 @@ import json
 import pytest
 
 from kubectl_rollout.jobs.events.eviction import DryRun
-from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec, RestartJob
+from kubectl_rollout.jobs.events.rollout import ContainerImage
+from kubectl_rollout.jobs.spec import (
+    ActionKind,
+    Connection,
+    DrainJob,
+    DrainOptions,
+    DriveOptions,
+    JobKind,
+    JobSpec,
+    RestartJob,
+    RolloutAction,
+)
 
 CONNECTION = Connection(kubeconfig=("/home/a/.kube/config", "/home/a/extra"), context="prod", namespace="shop")
 
@@ -35,10 +46,26 @@ SPECS = [
         connection=Connection(),
         restart=RestartJob(workload="statefulset/db", dry_run=DryRun.CLIENT, timeout=30.0, resume=True),
     ),
+    JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=CONNECTION,
+        rollout=RolloutAction(
+            kind=ActionKind.APPLY,
+            manifest={"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {}},
+            drive=DriveOptions(timeout=60.0, auto_rollback=True),
+        ),
+    ),
+    JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=CONNECTION,
+        rollout=RolloutAction(
+            kind=ActionKind.SET_IMAGE, name="web", images=(ContainerImage(container="app", image="app:v2"),)
+        ),
+    ),
 ]
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=["drain-nodes", "drain-selector-plan", "restart"])
+@pytest.mark.parametrize("spec", SPECS, ids=["drain-nodes", "drain-selector-plan", "restart", "apply", "set-image"])
 def test_round_trip(spec: JobSpec) -> None:
     assert JobSpec.from_json(spec.to_json()) == spec
     assert json.loads(spec.to_json())["kind"] == spec.kind.value
@@ -58,7 +85,13 @@ def test_a_newer_spec_version_is_refused() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "target"),
-    [(SPECS[0], "node/node-1, node/node-2"), (SPECS[1], "-l pool=blue"), (SPECS[2], "statefulset/db")],
+    [
+        (SPECS[0], "node/node-1, node/node-2"),
+        (SPECS[1], "-l pool=blue"),
+        (SPECS[2], "statefulset/db"),
+        (SPECS[3], "workload/web"),
+        (SPECS[4], "workload/web"),
+    ],
 )
 def test_target_names_what_the_job_acts_on(spec: JobSpec, target: str) -> None:
     assert spec.target == target
