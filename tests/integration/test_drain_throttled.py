@@ -19,8 +19,9 @@ import watching
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
-from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked
+from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
@@ -95,11 +96,11 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
         namespace,
         manifests.pdb("web", app="web", max_unavailable=2),
     )
-    seen: list[Event] = []
+    seen: list[Envelope] = []
     stop = threading.Event()
     refused_load: list[int] = []
     load = [threading.Thread(target=hammer, args=(throttled, stop, refused_load)) for _ in range(6)]
-    engine = DrainEngine(throttled, DrainOptions(timeout=300), seen.append)
+    engine = DrainEngine(throttled, DrainOptions(timeout=300), EventStream("throttled", seen.append).emit)
     caplog.set_level(logging.INFO, logger="kubectl_rollout.kube.api_retry")
     for thread in load:
         thread.start()
@@ -120,9 +121,9 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(
         if getattr(record, "retry_after", None) is not None
     ]
     waits += [
-        (e.retry_after, e.next_try_by - e.at)
+        (e.event.retry_after, e.event.next_try_by - e.at)
         for e in seen
-        if isinstance(e, EvictionBlocked) and e.reason == "throttled" and e.retry_after is not None
+        if isinstance(e.event, EvictionBlocked) and e.event.reason == "throttled" and e.event.retry_after is not None
     ]
     assert waits, "the drain itself was never throttled; raise the load"
     assert all(wait >= retry_after for retry_after, wait in waits), waits
