@@ -1,0 +1,285 @@
+"""Talking to the agent: connect (starting it if needed), hello, then submit, list, show, attach, cancel.
+
+Standard library and ``jobs`` only (the TUI imports this module).
+
+Starting on demand, as tmux's ``client_connect`` does: when the socket is
+missing or refuses, take the spawn lock (``flock``), try once more (another
+client may have just started an agent), remove a stale socket if no agent
+holds the pid lock, spawn ``python -m kubectl_rollout.agent`` detached, and
+wait for it to answer. Twenty clients started at once end up with one agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import kubectl_rollout
+from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
+from kubectl_rollout.agent.paths import AgentPaths, agent_paths
+from kubectl_rollout.agent.protocol import (
+    MAX_LINE,
+    OLDEST_ACCEPTED,
+    PROTOCOL_VERSION,
+    JobInfo,
+    Method,
+    Notice,
+    Notification,
+    ProtocolError,
+    Request,
+    Response,
+    decode,
+    encode,
+)
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.jobs.spec import JobSpec
+
+#: how long a spawned agent may take to answer (it imports the kubernetes client first)
+START_TIMEOUT = 20.0
+#: sees every line sent (">") and received ("<"), for tests and debugging
+Trace = Callable[[str, bytes], None]
+
+_NOT_LISTENING = (errno.ENOENT, errno.ECONNREFUSED)
+
+
+class AgentClient:
+    """One connection to the agent, greeted. Not thread-safe: one caller at a time."""
+
+    def __init__(
+        self, sock: socket.socket, paths: AgentPaths, *, trace: Trace | None = None, name: str = "cli"
+    ) -> None:
+        self.paths = paths
+        self._sock = sock
+        self._file = sock.makefile("rb")
+        self._trace = trace
+        self._ids = itertools.count(1)
+        self.name = name
+        self.agent: dict[str, Any] = {}
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> None:
+        if self._trace is not None:
+            self._trace(">", data)
+        try:
+            self._sock.sendall(data)
+        except OSError as err:
+            raise self._lost(err) from err
+
+    def _receive(self) -> Response | Notification:
+        try:
+            line = self._file.readline(MAX_LINE)
+        except OSError as err:
+            raise self._lost(err) from err
+        if self._trace is not None and line:
+            self._trace("<", line)
+        if not line:
+            raise self._lost(None)
+        message = decode(line)
+        if isinstance(message, Request):
+            raise ProtocolError(-32600, f"the agent sent a request ({message.method}); clients answer none")
+        return message
+
+    def _lost(self, err: OSError | None) -> AgentError:
+        why = f": {err.strerror or err}" if err is not None else ""
+        return AgentError(
+            f"lost the connection to the agent ({self.paths.socket}){why}; its jobs go on or resume when it starts "
+            f"again: `{command('jobs', 'list')}`; its log: `{command('agent', 'logs')}`"
+        )
+
+    def call(self, method: Method, **params: Any) -> Any:
+        ident = next(self._ids)
+        self._send(encode(Request(ident, method.value, params)))
+        while True:
+            message = self._receive()
+            if isinstance(message, Response) and message.id in (ident, None):
+                if message.error is not None:
+                    raise message.error
+                return message.result
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+            self._sock.close()
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- methods ---------------------------------------------------------------------------
+
+    def hello(self) -> dict[str, Any]:
+        self.agent = dict(self.call(Method.HELLO, protocol=PROTOCOL_VERSION, oldest=OLDEST_ACCEPTED, client=self.name))
+        return self.agent
+
+    def submit(self, spec: JobSpec) -> JobInfo:
+        return JobInfo.from_dict(self.call(Method.SUBMIT, spec=spec.as_dict()))
+
+    def jobs(self, *, limit: int = 100) -> list[JobInfo]:
+        return [JobInfo.from_dict(item) for item in self.call(Method.LIST, limit=limit)["jobs"]]
+
+    def show(self, job_id: str) -> JobInfo:
+        return JobInfo.from_dict(self.call(Method.SHOW, job=job_id))
+
+    def cancel(self, job_id: str) -> JobInfo:
+        return JobInfo.from_dict(self.call(Method.CANCEL, job=job_id))
+
+    def shutdown(self, *, force: bool = False) -> dict[str, Any]:
+        result: dict[str, Any] = self.call(Method.SHUTDOWN, force=force)
+        return result
+
+    def attach(self, job_id: str, *, from_seq: int = 1) -> Iterator[Envelope]:
+        """The job's events from ``from_seq`` on, then live, until its last. Use a connection for nothing else."""
+        self.call(Method.ATTACH, job=job_id, from_seq=from_seq)
+        while True:
+            message = self._receive()
+            if not isinstance(message, Notification):
+                continue
+            if message.method == Notice.EVENT:
+                yield Envelope.from_dict(message.params)
+            elif message.method == Notice.END:
+                return
+
+
+# --- connecting, and starting the agent ----------------------------------------------------------
+
+
+def _open(paths: AgentPaths, *, trace: Trace | None, name: str) -> AgentClient:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(paths.socket))
+    except OSError:
+        sock.close()
+        raise
+    client = AgentClient(sock, paths, trace=trace, name=name)
+    try:
+        client.hello()
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _not_listening(err: OSError) -> bool:
+    return err.errno in _NOT_LISTENING
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _agent_alive(paths: AgentPaths) -> bool:
+    """Whether an agent holds the pid lock (running, perhaps not listening yet)."""
+    try:
+        fd = os.open(paths.pid_file, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _spawn(paths: AgentPaths, environ: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    env = dict(os.environ if environ is None else environ)
+    # Where this copy of the plugin lives (a site-packages, a checkout, a zipapp): the agent runs the same code.
+    home = str(Path(kubectl_rollout.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (home, env.get("PYTHONPATH", "")) if p)
+    fd = os.open(paths.start_errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "wb") as errors:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kubectl_rollout.agent"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=env,
+            cwd="/",
+            start_new_session=True,  # no terminal's Ctrl-C or hangup reaches it
+            close_fds=True,
+        )
+
+
+def connect(
+    paths: AgentPaths | None = None,
+    *,
+    start: bool = True,
+    environ: Mapping[str, str] | None = None,
+    trace: Trace | None = None,
+    name: str = "cli",
+    timeout: float = START_TIMEOUT,
+) -> AgentClient:
+    """A greeted connection to this user's agent, started first if ``start`` and none answers.
+
+    Raises AgentUnavailable when there is no agent (``start=False``) or it could not be started, and
+    ProtocolError when it speaks a protocol this client does not accept.
+    """
+    paths = (paths or agent_paths(environ)).ensure()
+    try:
+        return _open(paths, trace=trace, name=name)
+    except OSError as err:
+        if not _not_listening(err):
+            raise AgentUnavailable(f"cannot reach the agent at {paths.socket}: {err.strerror or err}") from err
+        if not start:
+            raise AgentUnavailable(
+                f"no agent is running (no answer on {paths.socket}); `{command('agent', 'start')}` starts one, "
+                "and so does any job command run in a terminal"
+            ) from err
+    with _locked(paths.spawn_lock):
+        try:
+            return _open(paths, trace=trace, name=name)  # another client may have started it meanwhile
+        except OSError as err:
+            if not _not_listening(err):
+                raise AgentUnavailable(f"cannot reach the agent at {paths.socket}: {err.strerror or err}") from err
+        if not _agent_alive(paths):
+            paths.socket.unlink(missing_ok=True)  # stale: left by an agent that died
+        process = _spawn(paths, environ)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return _open(paths, trace=trace, name=name)
+            except OSError as err:
+                if not _not_listening(err):
+                    raise AgentUnavailable(f"cannot reach the agent at {paths.socket}: {err.strerror or err}") from err
+            code = process.poll()
+            if code is not None and not _agent_alive(paths):
+                said = paths.start_errors.read_text(errors="replace").strip().splitlines()
+                why = said[-1] if said else f"it exited with code {code}"
+                raise AgentUnavailable(f"the agent did not start: {why} (its log: {paths.log})")
+            if time.monotonic() > deadline:
+                raise AgentUnavailable(
+                    f"the agent did not answer on {paths.socket} within {timeout:.0f} s of starting; see its log "
+                    f"{paths.log}"
+                )
+            time.sleep(0.05)
+
+
+def agent_running(paths: AgentPaths | None = None) -> bool:
+    return _agent_alive(paths or agent_paths())
+
+
+def read_json_lines(data: bytes) -> list[dict[str, Any]]:
+    """Every JSON object in captured socket traffic (for tests and debugging)."""
+    return [json.loads(line) for line in data.splitlines() if line.strip()]

@@ -1,0 +1,603 @@
+"""The agent process: an asyncio Unix-socket server that runs jobs in worker threads and journals them.
+
+Threads and the loop:
+
+- each job runs in a worker thread through ``run_job``, the same runner the
+  CLI uses in-process. Its ``emit`` journals the event (committed), encodes
+  it once, and hands the line to the event loop (``call_soon_threadsafe``);
+  the job never waits for a client;
+- the loop owns the sockets. Each attached client has a cursor into the job's
+  events, and a writer that sends what it has not seen yet, waiting for the
+  socket to drain between chunks: a slow client falls behind on its own (its
+  backlog is coalesced when it lags far, see ``protocol.coalesce``), and a
+  client whose socket takes nothing for ``stall_seconds`` is dropped. Nothing
+  a client does slows a job or the other clients.
+
+Exits after ``idle_seconds`` with no job and no client, never while a job runs.
+Logs go to the state directory (rotated); nothing secret is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_rollout import __version__
+from kubectl_rollout.agent.conflicts import claims, conflict, node_claim
+from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.agent.journal import Journal
+from kubectl_rollout.agent.paths import AgentPaths, agent_paths
+from kubectl_rollout.agent.peer import peer_of
+from kubectl_rollout.agent.protocol import (
+    MAX_LINE,
+    ErrorCode,
+    JobInfo,
+    Method,
+    Notice,
+    Notification,
+    ProtocolError,
+    Request,
+    Response,
+    coalesce,
+    decode,
+    encode,
+    encode_event,
+    negotiate,
+)
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.drain import NodeCordoned
+from kubectl_rollout.jobs.events.job import JobFinished, JobState
+from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
+from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.jobs.runner import run_job
+from kubectl_rollout.jobs.spec import JobResult, JobSpec
+
+log = logging.getLogger("kubectl_rollout.agent")
+
+ENV_IDLE = "ROLLOUT_PLUS_AGENT_IDLE_SECONDS"
+ENV_RETENTION = "ROLLOUT_PLUS_AGENT_RETENTION_DAYS"
+ENV_STALL = "ROLLOUT_PLUS_AGENT_STALL_SECONDS"
+
+#: events written to a client between two waits for its socket to drain
+CHUNK = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    #: exit after this long with no job running and no client connected
+    idle_seconds: float = 600.0
+    #: finished jobs older than this are pruned from the journal when the agent starts
+    retention_days: float = 30.0
+    #: a client whose socket accepts nothing for this long is dropped
+    stall_seconds: float = 30.0
+    #: a client this many events behind gets its backlog coalesced (superseded events left out)
+    lag_events: int = 2000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        given: dict[str, Any] = {}
+        for name, variable in (
+            ("idle_seconds", ENV_IDLE),
+            ("retention_days", ENV_RETENTION),
+            ("stall_seconds", ENV_STALL),
+        ):
+            if env.get(variable):
+                try:
+                    given[name] = float(env[variable])
+                except ValueError as err:
+                    raise AgentError(
+                        f"{variable}={env[variable]!r} is not a number; unset it or give seconds/days"
+                    ) from err
+        return cls(**given)
+
+
+Line = tuple[int, str | None, bytes]
+
+
+class LiveJob:
+    """A job this agent runs: its events so far (``lines[i]`` has seq ``i + 1``) and who waits for more."""
+
+    def __init__(self, job_id: str, spec: JobSpec, *, resumed: bool, history: list[Line]) -> None:
+        self.id = job_id
+        self.spec = spec
+        self.resumed = resumed
+        self.cancel = threading.Event()
+        self.lines = history
+        self.claims = set(claims(spec))
+        self.done = False
+        self.waiters: set[asyncio.Event] = set()
+
+    def push(self, seq: int, key: str | None, line: bytes, claim: str | None) -> None:
+        self.lines.append((seq, key, line))
+        if claim is not None:
+            self.claims.add(claim)
+        self.wake()
+
+    def finish(self) -> None:
+        self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        for waiter in self.waiters:
+            waiter.set()
+
+
+class Connection:
+    def __init__(self, writer: asyncio.StreamWriter, *, uid: int, pid: int, stall_seconds: float) -> None:
+        self.writer = writer
+        self.uid = uid
+        self.pid = pid
+        self.stall_seconds = stall_seconds
+        self.client = "?"
+
+    def write(self, data: bytes) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(data)
+
+    async def drain(self) -> None:
+        try:
+            await asyncio.wait_for(self.writer.drain(), self.stall_seconds)
+        except TimeoutError:
+            log.warning(
+                "dropped client pid %d (%s): it read nothing for %.0f s; jobs go on",
+                self.pid,
+                self.client,
+                self.stall_seconds,
+            )
+            self.writer.transport.abort()
+            raise ConnectionResetError("client stalled") from None
+
+
+class Agent:
+    def __init__(self, paths: AgentPaths, journal: Journal, settings: Settings) -> None:
+        self.paths = paths
+        self.journal = journal
+        self.settings = settings
+        self.live: dict[str, LiveJob] = {}
+        self.clients: set[Connection] = set()
+        self.started_at = time.time()
+        self._last_busy = time.monotonic()
+        self._stopping: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._force_exit = False
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._loop.add_signal_handler(signum, self._on_signal, signum)
+        socket_path = self.paths.socket
+        socket_path.unlink(missing_ok=True)  # stale: we hold the pid lock, so no agent is listening on it
+        umask = os.umask(0o177)  # the socket is born 0600
+        try:
+            server = await asyncio.start_unix_server(self._serve_client, path=str(socket_path), limit=MAX_LINE)
+        finally:
+            os.umask(umask)
+        os.chmod(socket_path, 0o600)
+        log.info("agent %s (pid %d) listening on %s", __version__, os.getpid(), socket_path)
+        self._resume_unfinished()
+        idle = asyncio.create_task(self._watch_idle())
+        try:
+            await self._stopping.wait()
+        finally:
+            idle.cancel()
+            server.close()
+            socket_path.unlink(missing_ok=True)
+            for connection in list(self.clients):
+                connection.writer.transport.abort()
+        if self.live:
+            log.info(
+                "stopping with %d job(s) running (%s); they resume when the agent starts again",
+                len(self.live),
+                ", ".join(self.live),
+            )
+            self._force_exit = True
+
+    def _on_signal(self, signum: int) -> None:
+        log.info("received %s; stopping", signal.Signals(signum).name)
+        self.stop()
+
+    def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def _watch_idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.settings.idle_seconds / 4))
+            if self.live or self.clients:
+                self._last_busy = time.monotonic()
+            elif time.monotonic() - self._last_busy >= self.settings.idle_seconds:
+                log.info("idle for %.0f s (no job, no client); exiting", self.settings.idle_seconds)
+                self.stop()
+                return
+
+    # --- jobs ------------------------------------------------------------------------------
+
+    def _resume_unfinished(self) -> None:
+        for info in self.journal.unfinished():
+            stored = self.journal.events(info.id)
+            next_seq = stored[-1].seq + 1 if stored else 1
+            if stored and stored[-1].type == JobFinished.TYPE:
+                # It ended, but the agent died before recording the result: take it from the last event.
+                last = json.loads(stored[-1].body)
+                state = JobState(last["state"])
+                result = JobResult(
+                    state=state, exit_code=last["exit_code"], summary=last["summary"], error=last["error"]
+                )
+                self.journal.finish(info.id, result)
+                continue
+            try:
+                spec = JobSpec.from_dict(info.spec)
+            except (ValueError, TypeError, KeyError) as err:
+                self._close_unrunnable(info.id, next_seq, f"its spec cannot be read by this version: {err}")
+                continue
+            if info.cancel_requested:
+                self._close_unrunnable(info.id, next_seq, "cancelled before the agent stopped", cancelled=True)
+                continue
+            log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
+            history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in stored]
+            self._start(info.id, spec, resumed=True, history=history, next_seq=next_seq)
+
+    def _close_unrunnable(self, job_id: str, next_seq: int, why: str, *, cancelled: bool = False) -> None:
+        state = JobState.CANCELLED if cancelled else JobState.FAILED
+        result = JobResult(state=state, exit_code=1, error="" if cancelled else f"job {job_id} was not resumed: {why}")
+        stream = EventStream(job_id, lambda env: self.journal.append(env, json.dumps(env.as_dict())), next_seq=next_seq)
+        stream.emit(JobFinished(state=result.state, exit_code=1, summary=why if cancelled else "", error=result.error))
+        self.journal.finish(job_id, result)
+        log.info("job %s: not resumed (%s)", job_id, why)
+
+    def _start(self, job_id: str, spec: JobSpec, *, resumed: bool, history: list[Line], next_seq: int) -> LiveJob:
+        job = LiveJob(job_id, spec, resumed=resumed, history=history)
+        self.live[job_id] = job
+        worker = threading.Thread(target=self._run, args=(job, next_seq), name=f"job {job_id}", daemon=True)
+        worker.start()
+        return job
+
+    def _run(self, job: LiveJob, next_seq: int) -> None:
+        """The worker thread of one job."""
+        spec = job.spec
+        if job.resumed and spec.restart is not None and not spec.restart.resume:
+            # A restart resumed by the agent goes on from its cutoff label: no pod is replaced twice.
+            spec = dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
+        try:
+            self.journal.mark_running(job.id)
+            stream = EventStream(job.id, lambda envelope: self._record(job, envelope), next_seq=next_seq)
+            result = run_job(spec, stream.emit, job.cancel, resumed=job.resumed)
+            self.journal.finish(job.id, result)
+            log.info(
+                "job %s (%s %s): %s, exit code %d",
+                job.id,
+                spec.kind.value,
+                spec.target,
+                result.state.value,
+                result.exit_code,
+            )
+        except Exception:
+            log.exception("job %s: the agent could not record it; it resumes when the agent starts again", job.id)
+        finally:
+            assert self._loop is not None
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the agent is exiting
+                self._loop.call_soon_threadsafe(self._finished, job)
+
+    def _record(self, job: LiveJob, envelope: Envelope) -> None:
+        """``emit`` of a job's stream: journal first (committed), then hand the line to the loop."""
+        body = json.dumps(envelope.as_dict())
+        self.journal.append(envelope, body)
+        event = envelope.event
+        claim = node_claim(job.spec.connection.context, event.node) if isinstance(event, NodeCordoned) else None
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(job.push, envelope.seq, event.coalesce_key(), encode_event(body), claim)
+
+    def _finished(self, job: LiveJob) -> None:
+        job.finish()
+        self.live.pop(job.id, None)
+        self._last_busy = time.monotonic()
+
+    # --- clients ---------------------------------------------------------------------------
+
+    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            peer = peer_of(writer.get_extra_info("socket"))
+        except OSError as err:
+            log.warning("refused a connection: cannot tell who it is from (%s)", err)
+            writer.close()
+            return
+        if peer.uid != os.getuid():
+            log.warning(
+                "refused a connection from uid %d (pid %d): this agent serves uid %d only",
+                peer.uid,
+                peer.pid,
+                os.getuid(),
+            )
+            refusal = ProtocolError(
+                ErrorCode.INVALID_REQUEST, f"this agent serves uid {os.getuid()} only, not uid {peer.uid}"
+            )
+            writer.write(encode(Response(None, error=refusal)))
+            writer.close()
+            return
+        connection = Connection(writer, uid=peer.uid, pid=peer.pid, stall_seconds=self.settings.stall_seconds)
+        self.clients.add(connection)
+        streams: set[asyncio.Task[None]] = set()
+        greeted = False
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    log.warning("dropped client pid %d: a line longer than %d bytes", peer.pid, MAX_LINE)
+                    break
+                except (ConnectionError, asyncio.CancelledError):
+                    break  # gone, or the agent is stopping
+                if not line:
+                    break
+                try:
+                    message = decode(line)
+                except ProtocolError as err:
+                    connection.write(encode(Response(None, error=err)))
+                    continue
+                if not isinstance(message, Request):
+                    continue
+                try:
+                    if message.method != Method.HELLO and not greeted:
+                        raise ProtocolError(ErrorCode.HELLO_FIRST, f"call {Method.HELLO} first, then {message.method}")
+                    if message.method == Method.ATTACH:
+                        job, next_seq, result = self._attach(message.params)
+                        connection.write(encode(Response(message.id, result=result)))
+                        task = asyncio.create_task(self._stream(connection, job, next_seq))
+                        streams.add(task)
+                        task.add_done_callback(streams.discard)
+                        continue
+                    result = self._call(connection, message)
+                    greeted = greeted or message.method == Method.HELLO
+                    connection.write(encode(Response(message.id, result=result)))
+                except ProtocolError as err:
+                    connection.write(encode(Response(message.id, error=err)))
+                except Exception as err:
+                    log.exception("%s from pid %d failed", message.method, peer.pid)
+                    failure = ProtocolError(
+                        ErrorCode.INTERNAL_ERROR, f"{message.method} failed in the agent: {err}; see {self.paths.log}"
+                    )
+                    connection.write(encode(Response(message.id, error=failure)))
+        finally:
+            for task in list(streams):
+                task.cancel()
+            self.clients.discard(connection)
+            self._last_busy = time.monotonic()
+            writer.close()
+
+    def _call(self, connection: Connection, request: Request) -> Any:
+        params = request.params
+        if request.method == Method.HELLO:
+            return self._hello(connection, params)
+        if request.method == Method.SUBMIT:
+            return self._submit(params)
+        if request.method == Method.LIST:
+            limit = int(params.get("limit", 100))
+            return {"jobs": [info.as_dict() for info in self.journal.jobs(limit=limit)]}
+        if request.method == Method.SHOW:
+            return self._info(params).as_dict()
+        if request.method == Method.CANCEL:
+            return self._cancel(params)
+        if request.method == Method.SHUTDOWN:
+            return self._shutdown(params)
+        raise ProtocolError(
+            ErrorCode.METHOD_NOT_FOUND, f"no method {request.method!r}; the agent knows {', '.join(Method)}"
+        )
+
+    def _hello(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            client_version = int(params["protocol"])
+            client_oldest = int(params.get("oldest", client_version))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, "hello needs protocol (and oldest): integers") from err
+        connection.client = str(params.get("client", "?"))
+        agreed = negotiate(client_version=client_version, client_oldest=client_oldest)
+        return {
+            "protocol": agreed,
+            "agent_version": __version__,
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "socket": str(self.paths.socket),
+            "journal": str(self.paths.journal),
+            "log": str(self.paths.log),
+            "running": sorted(self.live),
+            "clients": len(self.clients),
+            "idle_seconds": self.settings.idle_seconds,
+        }
+
+    def _submit(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self._stopping is not None and self._stopping.is_set():
+            raise ProtocolError(
+                ErrorCode.SHUTTING_DOWN, "the agent is stopping; run the command again to start a new one"
+            )
+        try:
+            spec = JobSpec.from_dict(params["spec"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, f"submit needs a valid job spec: {err}") from err
+        clash = conflict(spec, {job.id: frozenset(job.claims) for job in self.live.values()})
+        if clash is not None:
+            other, what = clash
+            verb = "draining" if what.startswith("node/") else "driving"
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                f"job {other} ({self.live[other].spec.kind.value} {self.live[other].spec.target}) is already {verb} "
+                f"{what}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
+                f"`{command('jobs', 'cancel', other)}` and try again",
+                {"job": other, "object": what},
+            )
+        job_id = new_job_id()
+        self.journal.create_job(job_id, spec)  # intent before action: committed before the job starts
+        self._start(job_id, spec, resumed=False, history=[], next_seq=1)
+        log.info("job %s (%s %s): submitted", job_id, spec.kind.value, spec.target)
+        return self._info({"job": job_id}).as_dict()
+
+    def _info(self, params: dict[str, Any]) -> JobInfo:
+        job_id = str(params.get("job", ""))
+        info = self.journal.get(job_id)
+        if info is None:
+            raise ProtocolError(
+                ErrorCode.NO_SUCH_JOB,
+                f"no job {job_id!r} in the agent's journal (finished jobs are kept {self.settings.retention_days:g} "
+                f"days); list them with `{command('jobs', 'list')}`",
+            )
+        return info
+
+    def _cancel(self, params: dict[str, Any]) -> dict[str, Any]:
+        info = self._info(params)
+        job = self.live.get(info.id)
+        if job is None:
+            raise ProtocolError(
+                ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
+            )
+        self.journal.request_cancel(job.id)
+        job.cancel.set()
+        log.info("job %s: cancel requested", job.id)
+        return self._info(params).as_dict()
+
+    def _shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.live and not params.get("force"):
+            names = ", ".join(f"{job.id} ({job.spec.kind.value} {job.spec.target})" for job in self.live.values())
+            raise ProtocolError(
+                ErrorCode.JOBS_RUNNING,
+                f"jobs are running: {names}; wait for them, cancel them (`{command('jobs', 'cancel', 'ID')}`), or "
+                f"stop anyway with `{command('agent', 'stop', '--force')}` (they resume when the agent starts again)",
+                {"running": sorted(self.live)},
+            )
+        log.info("shutdown requested")
+        assert self._loop is not None
+        self._loop.call_soon(self.stop)  # after this answer is written
+        return {"stopping": True, "running": sorted(self.live)}
+
+    # --- attach ----------------------------------------------------------------------------
+
+    def _attach(self, params: dict[str, Any]) -> tuple[LiveJob, int, dict[str, Any]]:
+        info = self._info(params)
+        try:
+            from_seq = max(1, int(params.get("from_seq", 1)))
+        except (TypeError, ValueError) as err:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, "from_seq must be an integer") from err
+        job = self.live.get(info.id)
+        if job is None:
+            # Finished (or not run by this agent): its events come from the journal, then the stream ends.
+            spec = JobSpec.from_dict(info.spec)
+            history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in self.journal.events(info.id)]
+            job = LiveJob(info.id, spec, resumed=False, history=history)
+            job.done = True
+        return job, from_seq, info.as_dict()
+
+    async def _stream(self, connection: Connection, job: LiveJob, next_seq: int) -> None:
+        waiter = asyncio.Event()
+        job.waiters.add(waiter)
+        try:
+            while True:
+                waiter.clear()
+                backlog = job.lines[next_seq - 1 :]
+                if backlog:
+                    if len(backlog) > self.settings.lag_events:
+                        kept = coalesce(backlog)
+                        if len(kept) < len(backlog):
+                            skipped = {"job": job.id, "skipped": len(backlog) - len(kept)}
+                            connection.write(encode(Notification(Notice.LAGGED, skipped)))
+                        backlog = kept
+                    for start in range(0, len(backlog), CHUNK):
+                        connection.write(b"".join(line for _seq, _key, line in backlog[start : start + CHUNK]))
+                        await connection.drain()
+                    next_seq = backlog[-1][0] + 1
+                    continue
+                if job.done:
+                    break
+                await waiter.wait()
+            connection.write(encode(Notification(Notice.END, {"job": job.id, "last_seq": next_seq - 1})))
+            await connection.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            job.waiters.discard(waiter)
+
+    @property
+    def force_exit(self) -> bool:
+        return self._force_exit
+
+
+# --- the process -------------------------------------------------------------------------------
+
+
+def _setup_logging(paths: AgentPaths, *, foreground: bool) -> None:
+    handler = logging.handlers.RotatingFileHandler(paths.log, maxBytes=1024 * 1024, backupCount=3, encoding="utf-8")
+    os.chmod(paths.log, 0o600)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger("kubectl_rollout")
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    if foreground and sys.stderr.isatty():
+        root.addHandler(logging.StreamHandler(sys.stderr))
+
+
+def _hold_pid_lock(paths: AgentPaths) -> int:
+    """Lock the pid file for the agent's life: a second agent of this user fails here."""
+    fd = os.open(paths.pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        other = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise AgentError(
+            f"an agent is already running (pid {other}, socket {paths.socket}); stop it with "
+            f"`{command('agent', 'stop')}` first"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def run_agent(paths: AgentPaths | None = None, settings: Settings | None = None, *, foreground: bool = False) -> int:
+    """Run the agent in this process until it stops; the exit code."""
+    os.umask(0o077)  # the journal, the logs, the pid file: this user's alone
+    try:
+        paths = (paths or agent_paths()).ensure()
+        settings = settings or Settings.from_env()
+        _hold_pid_lock(paths)
+        _setup_logging(paths, foreground=foreground)
+        journal = Journal(paths.journal)
+    except AgentError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        return 1
+    pruned = journal.prune(older_than_days=settings.retention_days)
+    if pruned:
+        log.info("pruned %d job(s) finished more than %g days ago", pruned, settings.retention_days)
+    agent = Agent(paths, journal, settings)
+    try:
+        asyncio.run(agent.serve())
+    except Exception:
+        log.exception("the agent failed; jobs it ran resume when it starts again")
+        logging.shutdown()
+        os._exit(1)
+    log.info("agent stopped")
+    if agent.force_exit:
+        # Worker threads are still in their engines; the journal has what they did, the resume does the rest.
+        logging.shutdown()
+        os._exit(0)
+    journal.close()
+    logging.shutdown()
+    return 0
+
+
+def main() -> None:
+    """``python -m kubectl_rollout.agent``: the agent in the foreground (what a client spawns)."""
+    sys.exit(run_agent(foreground=True))
