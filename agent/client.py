@@ -142,9 +142,12 @@ class AgentClient:
         result: dict[str, Any] = self.call(Method.SHUTDOWN, force=force)
         return result
 
-    def attach(self, job_id: str, *, from_seq: int = 1) -> Iterator[Envelope]:
-        """The job's events from ``from_seq`` on, then live, until its last. Use a connection for nothing else."""
-        self.call(Method.ATTACH, job=job_id, from_seq=from_seq)
+    def attach(self, job_id: str, *, from_seq: int = 1, follow: bool = True) -> Iterator[Envelope]:
+        """The job's events from ``from_seq`` on, then (``follow``) live until its last.
+
+        Use the connection for nothing else while iterating.
+        """
+        self.call(Method.ATTACH, job=job_id, from_seq=from_seq, follow=follow)
         while True:
             message = self._receive()
             if not isinstance(message, Notification):

@@ -359,7 +359,8 @@ class Agent:
                     if message.method == Method.ATTACH:
                         job, next_seq, result = self._attach(message.params)
                         connection.write(encode(Response(message.id, result=result)))
-                        task = asyncio.create_task(self._stream(connection, job, next_seq))
+                        follow = bool(message.params.get("follow", True))
+                        task = asyncio.create_task(self._stream(connection, job, next_seq, follow=follow))
                         streams.add(task)
                         task.add_done_callback(streams.discard)
                         continue
@@ -501,7 +502,7 @@ class Agent:
             job.done = True
         return job, from_seq, info.as_dict()
 
-    async def _stream(self, connection: Connection, job: LiveJob, next_seq: int) -> None:
+    async def _stream(self, connection: Connection, job: LiveJob, next_seq: int, *, follow: bool) -> None:
         waiter = asyncio.Event()
         job.waiters.add(waiter)
         try:
@@ -520,7 +521,7 @@ class Agent:
                         await connection.drain()
                     next_seq = backlog[-1][0] + 1
                     continue
-                if job.done:
+                if job.done or not follow:
                     break
                 await waiter.wait()
             connection.write(encode(Notification(Notice.END, {"job": job.id, "last_seq": next_seq - 1})))

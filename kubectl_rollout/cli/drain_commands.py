@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.shell_completion import CompletionItem
 
+from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
@@ -196,6 +197,7 @@ _selector_option = click.option(
     help="text: kubectl-style lines (live progress on a terminal); jsonl: one event per line; "
     "json: the plan (with --plan or --dry-run).",
 )
+@agent_options
 @global_options
 @click.pass_context
 def drain(
@@ -218,6 +220,8 @@ def drain(
     uncordon_on_failure: bool,
     plan_only: bool,
     output: str,
+    use_agent: bool | None,
+    detach: bool,
     **flags: Any,
 ) -> None:
     """Drain NODE... in preparation for maintenance: cordon, then evict its pods.
@@ -238,7 +242,7 @@ def drain(
       kubectl rollout-plus drain -l pool=blue --node-batch=2 --ignore-daemonsets
       kubectl rollout-plus drain node-1 --plan -o json
     """
-    from kubectl_rollout.cli.job_commands import connection_of, run_in_process
+    from kubectl_rollout.cli.job_commands import connection_of, run_job_command
     from kubectl_rollout.jobs.events.eviction import DryRun
     from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 
@@ -267,8 +271,16 @@ def drain(
         drain=DrainJob(nodes=nodes, selector=selector, options=options, plan_only=plan_only),
     )
     sink, close = _sink(output)
-    run_in_process(
-        ctx, spec, cluster, sink, on_interrupt="interrupted: stopping the drain (nodes stay cordoned)...", close=close
+    run_job_command(
+        ctx,
+        spec,
+        cluster,
+        sink,
+        on_interrupt="interrupted: stopping the drain (nodes stay cordoned)...",
+        close=close,
+        # --plan changes nothing and ends at once: nothing for the agent to keep alive.
+        use_agent=False if plan_only and not detach else use_agent,
+        detach=detach,
     )
 
 

@@ -1,8 +1,11 @@
 """Running a job from the command line: the spec from the flags, the printer from ``-o``, the exit code
 from the result.
 
-Every job command builds a ``JobSpec`` and hands it to the job runner, the
-same one the agent uses; the printers consume the job's event stream.
+Every job command builds a ``JobSpec`` and hands it to ``run_job_command``,
+which runs it in the agent (when the CLI runs in a terminal: the job survives
+the terminal) or in this process (in CI: nothing to survive). Both feed the
+same printer with the same events, so the output is the same either way, and
+the exit code is the job's.
 """
 
 from __future__ import annotations
@@ -10,16 +13,23 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from kubectl_rollout.agent import client as agent_client
+from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.job_options import wants_agent
 from kubectl_rollout.cli.options import Failure, settings_from
 from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.job import JobFinished
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
+from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import Connection, JobResult, JobSpec
+from kubectl_rollout.kube.errors import UsageError
 
 if TYPE_CHECKING:
     # The runner (the engines) and the cluster access import the kubernetes
@@ -27,6 +37,11 @@ if TYPE_CHECKING:
     from kubectl_rollout.kube.cluster_access import Cluster
 
 Sink = Callable[[Envelope], None]
+
+#: a second Ctrl-C within this many seconds of the first cancels the job
+CANCEL_WINDOW = 3.0
+#: the exit code of a run that stopped following its job (the shell's for SIGINT)
+EXIT_DETACHED = 130
 
 
 def connection_of(ctx: click.Context, cluster: Cluster, flags: dict[str, Any]) -> Connection:
@@ -41,6 +56,33 @@ def connection_of(ctx: click.Context, cluster: Cluster, flags: dict[str, Any]) -
         namespace=cluster.namespace,
         request_timeout=settings.request_timeout,
     )
+
+
+def run_job_command(
+    ctx: click.Context,
+    spec: JobSpec,
+    cluster: Cluster,
+    sink: Sink,
+    *,
+    on_interrupt: str,
+    close: Callable[[], None],
+    use_agent: bool | None = None,
+    detach: bool = False,
+) -> None:
+    """Run the job in the agent or here (see the module's docstring); exits with the job's exit code."""
+    if detach and use_agent is False:
+        raise UsageError("--detach runs the job in the agent; drop --in-process (or --detach)")
+    if detach or wants_agent(use_agent):
+        try:
+            agent = agent_client.connect()
+        except AgentError as err:
+            if detach:
+                raise Failure(f"{err.message}; without an agent --detach cannot run the job", 1) from err
+            click.echo(f"warning: {err.message}; running the job in this process instead", err=True)
+        else:
+            run_in_agent(ctx, agent, spec, sink, close=close, detach=detach)
+            return
+    run_in_process(ctx, spec, cluster, sink, on_interrupt=on_interrupt, close=close)
 
 
 def run_in_process(
@@ -68,6 +110,97 @@ def run_in_process(
     if result.exit_code:
         ctx.exit(result.exit_code)
     return result
+
+
+def run_in_agent(
+    ctx: click.Context,
+    agent: agent_client.AgentClient,
+    spec: JobSpec,
+    sink: Sink,
+    *,
+    close: Callable[[], None],
+    detach: bool,
+) -> None:
+    """Submit the job to the agent, then follow it (or, ``detach``, print its id and return)."""
+    with agent:
+        try:
+            info = agent.submit(spec)
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+    if detach:
+        click.echo(info.id)
+        return
+    finished = follow_job(info.id, sink, close=close)
+    exit_with(ctx, info.id, finished)
+
+
+def exit_with(ctx: click.Context, job_id: str, finished: JobFinished | None) -> None:
+    """Exit as the job did: its error printed ``error: ...``, its exit code."""
+    if finished is None:
+        raise Failure(
+            f"the agent ended the events of job {job_id} before its result; see `{command('jobs', 'show', job_id)}`",
+            1,
+        )
+    if finished.error:
+        raise Failure(finished.error, finished.exit_code)
+    if finished.exit_code:
+        ctx.exit(finished.exit_code)
+
+
+def follow_job(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: int = 1) -> JobFinished | None:
+    """Print the job's events through ``sink`` until it finishes; its ``JobFinished``.
+
+    Ctrl-C detaches (the job goes on in the agent) and says how to come back and how to stop it; a second
+    Ctrl-C within 3 s cancels the job and keeps following until it has stopped. A lost connection (the
+    agent died) is retried once: the agent starts again and resumes the job.
+    """
+    last_seq = from_seq - 1
+    cancelling = False
+    reconnected = False
+    while True:
+        try:
+            with agent_client.connect() as agent:
+                for envelope in agent.attach(job_id, from_seq=last_seq + 1):
+                    sink(envelope)
+                    last_seq = envelope.seq
+                    if isinstance(envelope.event, JobFinished):
+                        close()
+                        return envelope.event
+            close()
+            return None
+        except AgentError as err:
+            if reconnected:
+                close()
+                raise Failure(err.message, err.exit_code) from err
+            reconnected = True
+        except KeyboardInterrupt:
+            close()
+            if cancelling:
+                click.echo(f"\nstopped following job {job_id}; it is being cancelled", err=True)
+                raise click.exceptions.Exit(EXIT_DETACHED) from None
+            click.echo(
+                f"\ndetached from job {job_id}; it goes on in the agent.\n"
+                f"  follow it again: {command('jobs', 'attach', job_id)}\n"
+                f"  stop it:         {command('jobs', 'cancel', job_id)}  (or Ctrl-C again within "
+                f"{CANCEL_WINDOW:.0f} s)",
+                err=True,
+            )
+            try:
+                time.sleep(CANCEL_WINDOW)
+            except KeyboardInterrupt:
+                cancel_job(job_id)
+                cancelling = True
+                continue
+            raise click.exceptions.Exit(EXIT_DETACHED) from None
+
+
+def cancel_job(job_id: str) -> None:
+    try:
+        with agent_client.connect(start=False) as agent:
+            info = agent.cancel(job_id)
+    except AgentError as err:
+        raise Failure(err.message, err.exit_code) from err
+    click.echo(f"cancelling job {info.id} ({info.kind} {info.target}); waiting for it to stop...", err=True)
 
 
 def live() -> bool:

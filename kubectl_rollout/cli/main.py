@@ -68,6 +68,14 @@ LAZY_COMMANDS = {
     ),
     "cordon": LazyCommand(f"{_DRAIN}:cordon", "Mark NODE... as unschedulable (new pods will not be placed there)."),
     "uncordon": LazyCommand(f"{_DRAIN}:uncordon", "Mark NODE... as schedulable."),
+    "agent": LazyCommand(
+        "kubectl_rollout.cli.agent_commands:agent_group",
+        "The local agent that runs jobs, so that they survive a closed terminal.",
+    ),
+    "jobs": LazyCommand(
+        "kubectl_rollout.cli.agent_commands:jobs_group",
+        "The agent's jobs: list them, show one, follow it, cancel it, print its events.",
+    ),
 }
 
 

@@ -24,12 +24,14 @@ def restart_by_eviction(
     dry_run: str,
     resume: bool,
     output: str,
+    use_agent: bool | None = None,
+    detach: bool = False,
     **flags: Any,
 ) -> None:
     """Replace the pods of an unmanaged workload one at a time through the Eviction API."""
     # Imported here, not above: the engine imports the kubernetes client, the
     # rest the event classes, which `restart --help` and TAB do without.
-    from kubectl_rollout.cli.job_commands import Sink, connection_of, run_in_process
+    from kubectl_rollout.cli.job_commands import Sink, connection_of, run_job_command
     from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
     from kubectl_rollout.cli.restart_output import restart_printer
     from kubectl_rollout.jobs.events.eviction import DryRun
@@ -63,11 +65,13 @@ def restart_by_eviction(
     else:
         printer = restart_printer(sys.stdout, sys.stderr)
         sink, close = printer, printer.close
-    run_in_process(
+    run_job_command(
         ctx,
         spec,
         cluster,
         sink,
         on_interrupt=f"interrupted: stopping after the pod in flight; {target} keeps the pods replaced so far",
         close=close,
+        use_agent=use_agent,
+        detach=detach,
     )

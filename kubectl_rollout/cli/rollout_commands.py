@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
@@ -230,9 +231,20 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
     help="KIND/NAME only: continue a restart that stopped early, replacing only the pods it had not replaced yet.",
 )
 @_drive_options
+@agent_options
 @global_options
 @click.pass_context
-def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, resume: bool, **options: Any) -> None:
+def restart(
+    ctx: click.Context,
+    /,
+    name: str,
+    grace_period: int,
+    dry_run: str,
+    resume: bool,
+    use_agent: bool | None,
+    detach: bool,
+    **options: Any,
+) -> None:
     """Replace every pod of a workload.
 
     NAME, a managed workload: a rolling update to a template with a new
@@ -256,9 +268,13 @@ def restart(ctx: click.Context, /, name: str, grace_period: int, dry_run: str, r
             dry_run=dry_run,
             resume=resume,
             output=options.pop("output"),
+            use_agent=use_agent,
+            detach=detach,
             **options,
         )
         return
+    if detach:
+        raise UsageError("--detach applies to KIND/NAME only (a restart by eviction) for now; run it without --detach")
     if grace_period != -1 or dry_run != "none" or resume:
         raise UsageError(
             "--grace-period, --dry-run and --resume apply to KIND/NAME only (a workload restarted by eviction)"

@@ -1,0 +1,316 @@
+"""``agent start|stop|status|logs`` and ``jobs list|show|attach|cancel|logs``: the agent and its jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import click
+
+from kubectl_rollout.agent import client as agent_client
+from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
+from kubectl_rollout.agent.paths import agent_paths
+from kubectl_rollout.agent.protocol import JobInfo
+from kubectl_rollout.agent.server import ENV_IDLE, Settings, run_agent
+from kubectl_rollout.cli.drain_output import drain_printer
+from kubectl_rollout.cli.job_commands import Sink, exit_with, follow_job, live
+from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
+from kubectl_rollout.cli.options import Failure
+from kubectl_rollout.cli.restart_output import restart_printer
+from kubectl_rollout.jobs.events.job import JobFinished
+from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.kube.durations import parse_duration
+
+_output_json = click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
+)
+_output_events = click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: the job command's own lines; jsonl: one event per line, as -o jsonl prints them.",
+)
+
+
+def _connect(*, start: bool) -> agent_client.AgentClient:
+    try:
+        return agent_client.connect(start=start)
+    except AgentError as err:
+        raise Failure(err.message, err.exit_code) from err
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# --- agent ------------------------------------------------------------------------------------------
+
+
+@click.group("agent")
+def agent_group() -> None:
+    """The local agent that runs jobs, so that they survive a closed terminal.
+
+    \b
+    It starts on demand (any job command run in a terminal starts it), runs
+    one per user, and exits after 10 minutes with no job and no client.
+    Its socket is in the user's runtime directory, its journal and logs in
+    the user's state directory ($ROLLOUT_PLUS_AGENT_DIR overrides both).
+    """
+
+
+@agent_group.command("start")
+@click.option("--foreground", is_flag=True, help="Run the agent in this process (for debugging); logs to stderr too.")
+@click.option(
+    "--idle-timeout",
+    default=None,
+    metavar="DURATION",
+    help=f"Exit after this long with no job and no client (default 10m; also ${ENV_IDLE} in seconds).",
+)
+@_output_json
+@click.pass_context
+def agent_start(ctx: click.Context, foreground: bool, idle_timeout: str | None, output: str) -> None:
+    """Start the agent (if it is not running) and say where it is."""
+    if idle_timeout is not None:
+        try:
+            seconds = parse_duration(idle_timeout)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--idle-timeout") from err
+        os.environ[ENV_IDLE] = str(seconds)
+    if foreground:
+        try:
+            settings = Settings.from_env()
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+        ctx.exit(run_agent(settings=settings, foreground=True))
+    with _connect(start=True) as agent:
+        hello = agent.agent
+    if output == "json":
+        click.echo(json.dumps(hello, indent=2))
+        return
+    click.echo(f"agent running (pid {hello['pid']}, version {hello['agent_version']}); socket {hello['socket']}")
+
+
+@agent_group.command("stop")
+@click.option("--force", is_flag=True, help="Stop even while jobs run; they resume when the agent starts again.")
+def agent_stop(force: bool) -> None:
+    """Stop the agent (refused while jobs run, unless --force)."""
+    try:
+        agent = agent_client.connect(start=False)
+    except AgentUnavailable:
+        click.echo("no agent is running")
+        return
+    except AgentError as err:
+        raise Failure(err.message, err.exit_code) from err
+    with agent:
+        pid = agent.agent["pid"]
+        try:
+            stopping = agent.shutdown(force=force)
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+    deadline = time.monotonic() + 15
+    while agent_client.agent_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if agent_client.agent_running():
+        raise Failure(f"the agent (pid {pid}) did not stop within 15 s; see `{command('agent', 'logs')}`", 1)
+    running = stopping.get("running") or []
+    resumes = f"; {len(running)} running job(s) resume when it starts again" if running else ""
+    click.echo(f"agent stopped (pid {pid}){resumes}")
+
+
+@agent_group.command("status")
+@_output_json
+@click.pass_context
+def agent_status(ctx: click.Context, output: str) -> None:
+    """Whether the agent runs, where, and its jobs. Exits 1 when no agent is running."""
+    try:
+        agent = agent_client.connect(start=False)
+    except AgentUnavailable as err:
+        if output == "json":
+            click.echo(json.dumps({"running": False}))
+        else:
+            click.echo(err.message)
+        ctx.exit(1)
+    except AgentError as err:
+        raise Failure(err.message, err.exit_code) from err
+    with agent:
+        hello = agent.agent
+    if output == "json":
+        click.echo(json.dumps({"running": True, **hello}, indent=2))
+        return
+    jobs = ", ".join(hello["running"]) or "none"
+    click.echo(f"agent running: pid {hello['pid']}, version {hello['agent_version']}, protocol {hello['protocol']}")
+    click.echo(f"  since:   {_when(hello['started_at'])}")
+    click.echo(f"  socket:  {hello['socket']}")
+    click.echo(f"  journal: {hello['journal']}")
+    click.echo(f"  log:     {hello['log']}")
+    click.echo(f"  jobs running: {jobs}; clients: {hello['clients']}; idle exit after {hello['idle_seconds']:g} s")
+
+
+@agent_group.command("logs")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (Ctrl-C stops).")
+def agent_logs(follow: bool) -> None:
+    """Print the agent's log (rotated at 1 MiB, three old files kept next to it)."""
+    path = agent_paths().log
+    if not path.exists() and not follow:
+        raise Failure(f"no agent log at {path} yet: the agent has not run as this user", 1)
+    position, inode = 0, None
+    try:
+        while True:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                st = None
+            if st is not None:
+                if st.st_ino != inode or st.st_size < position:
+                    position, inode = 0, st.st_ino  # rotated: start the new file
+                with path.open("rb") as log:
+                    log.seek(position)
+                    chunk = log.read()
+                    position = log.tell()
+                sys.stdout.write(chunk.decode(errors="replace"))
+                sys.stdout.flush()
+            if not follow:
+                return
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        return
+
+
+# --- jobs -------------------------------------------------------------------------------------------
+
+
+@click.group("jobs")
+def jobs_group() -> None:
+    """The agent's jobs: list them, show one, follow it, cancel it, print its events."""
+
+
+def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
+    """The same printer the job's own command uses."""
+    if output == "jsonl":
+        return JsonLinesPrinter(sys.stdout), lambda: None
+    if kind == "drain":
+        printer = drain_printer(sys.stdout, sys.stderr, live=live())
+    elif kind == "restart":
+        printer = restart_printer(sys.stdout, sys.stderr)
+    else:
+        return JsonLinesPrinter(sys.stdout), lambda: None
+    return printer, printer.close
+
+
+@jobs_group.command("list")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="The newest N jobs.")
+@_output_json
+def jobs_list(limit: int, output: str) -> None:
+    """The agent's jobs, newest first."""
+    with _connect(start=True) as agent:
+        jobs = agent.jobs(limit=limit)
+    if output == "json":
+        click.echo(json.dumps([job.as_dict() for job in jobs], indent=2))
+        return
+    rows = [("ID", "KIND", "TARGET", "STATE", "CREATED", "EXIT", "SUMMARY")]
+    for job in jobs:
+        exit_code = "-" if job.exit_code is None else str(job.exit_code)
+        rows.append(
+            (job.id, job.kind, job.target, job.state, _when(job.created_at), exit_code, job.summary or job.error)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        click.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "   " + row[-1])
+
+
+def _show(info: JobInfo) -> None:
+    click.echo(f"job {info.id}: {info.kind} {info.target}")
+    click.echo(f"  state:    {info.state}" + (" (cancel requested)" if info.cancel_requested else ""))
+    click.echo(f"  context:  {info.context or '-'}; namespace: {info.namespace or '-'}")
+    click.echo(f"  created:  {_when(info.created_at)}; started: {_when(info.started_at)}")
+    click.echo(f"  finished: {_when(info.finished_at)}; exit code: {'-' if info.exit_code is None else info.exit_code}")
+    click.echo(f"  events:   {info.last_seq}; runs: {info.runs}" + (" (resumed)" if info.runs > 1 else ""))
+    if info.summary:
+        click.echo(f"  summary:  {info.summary}")
+    if info.error:
+        click.echo(f"  error:    {info.error}")
+
+
+@jobs_group.command("show")
+@click.argument("job_id", metavar="ID")
+@_output_json
+def jobs_show(job_id: str, output: str) -> None:
+    """One job: what it runs, its state, its result."""
+    with _connect(start=True) as agent:
+        try:
+            info = agent.show(job_id)
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+    if output == "json":
+        click.echo(json.dumps(info.as_dict(), indent=2))
+    else:
+        _show(info)
+
+
+@jobs_group.command("cancel")
+@click.argument("job_id", metavar="ID")
+@_output_json
+def jobs_cancel(job_id: str, output: str) -> None:
+    """Ask a running job to stop (a drain starts no new eviction and leaves its nodes cordoned)."""
+    with _connect(start=True) as agent:
+        try:
+            info = agent.cancel(job_id)
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+    if output == "json":
+        click.echo(json.dumps(info.as_dict(), indent=2))
+        return
+    click.echo(
+        f"cancel requested for job {info.id} ({info.kind} {info.target}); follow it to its end with "
+        f"`{command('jobs', 'attach', info.id)}`"
+    )
+
+
+def _job_kind(job_id: str) -> str:
+    with _connect(start=True) as agent:
+        try:
+            return agent.show(job_id).kind
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+
+
+@jobs_group.command("attach")
+@click.argument("job_id", metavar="ID")
+@click.option("--from-seq", type=click.IntRange(min=1), default=1, show_default=True, help="Start at this event.")
+@_output_events
+@click.pass_context
+def jobs_attach(ctx: click.Context, job_id: str, from_seq: int, output: str) -> None:
+    """Follow a job: its events so far, then live, until it ends; exits with the job's exit code.
+
+    Ctrl-C detaches (the job goes on); a second Ctrl-C within 3 s cancels it.
+    """
+    sink, close = printer_for(_job_kind(job_id), output)
+    exit_with(ctx, job_id, follow_job(job_id, sink, close=close, from_seq=from_seq))
+
+
+@jobs_group.command("logs")
+@click.argument("job_id", metavar="ID")
+@_output_events
+def jobs_logs(job_id: str, output: str) -> None:
+    """Print a job's events so far, as its command printed them (without following)."""
+    with _connect(start=True) as agent:
+        try:
+            kind = agent.show(job_id).kind
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
+        sink, close = printer_for(kind, output)
+        finished: Any = None
+        for envelope in agent.attach(job_id, follow=False):
+            sink(envelope)
+            if isinstance(envelope.event, JobFinished):
+                finished = envelope.event
+        close()
+    if finished is not None and finished.error:
+        click.echo(f"error: {finished.error}", err=True)

@@ -1,0 +1,47 @@
+"""The flags every job command shares: where the job runs (``--agent`` / ``--in-process``) and ``--detach``.
+
+click alone: job commands' modules apply these at import, and `--help` and TAB import nothing heavier.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: 1 runs job commands in the agent, 0 in-process; unset: the agent when stdout is a terminal
+ENV_AGENT = "ROLLOUT_PLUS_AGENT"
+
+
+def agent_options(command_function: F) -> F:
+    """``--agent/--in-process`` and ``--detach``, for every job command."""
+    command_function = click.option(
+        "--detach",
+        is_flag=True,
+        help="Run the job in the agent and print its id at once; follow it later with `jobs attach ID`.",
+    )(command_function)
+    return click.option(
+        "--agent/--in-process",
+        "use_agent",
+        default=None,
+        help=f"Run the job in the local agent (it survives this terminal) or in this process. Default: the agent "
+        f"when stdout is a terminal, else in-process; {ENV_AGENT}=1/0 chooses too.",
+    )(command_function)
+
+
+def wants_agent(choice: bool | None, environ: Mapping[str, str] | None = None, *, terminal: bool | None = None) -> bool:
+    """The flag if given, else $ROLLOUT_PLUS_AGENT, else whether stdout is a terminal."""
+    if choice is not None:
+        return choice
+    env = os.environ if environ is None else environ
+    given = env.get(ENV_AGENT, "").strip().lower()
+    if given in ("1", "true", "yes", "on"):
+        return True
+    if given in ("0", "false", "no", "off"):
+        return False
+    return sys.stdout.isatty() if terminal is None else terminal
