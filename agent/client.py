@@ -51,7 +51,7 @@ START_TIMEOUT = 20.0
 #: sees every line sent (">") and received ("<"), for tests and debugging
 Trace = Callable[[str, bytes], None]
 
-_NOT_LISTENING = (errno.ENOENT, errno.ECONNREFUSED)
+_NOT_LISTENING = (errno.ENOENT, errno.ECONNREFUSED, errno.ECONNRESET)
 
 
 class AgentClient:
@@ -171,6 +171,13 @@ def _open(paths: AgentPaths, *, trace: Trace | None, name: str) -> AgentClient:
     client = AgentClient(sock, paths, trace=trace, name=name)
     try:
         client.hello()
+    except ProtocolError:
+        client.close()
+        raise
+    except AgentError as err:
+        # Accepted, then reset: the agent is exiting (a killed agent's last thread still held the socket).
+        client.close()
+        raise ConnectionResetError(errno.ECONNRESET, "the agent hung up during hello") from err
     except BaseException:
         client.close()
         raise

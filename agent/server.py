@@ -28,6 +28,7 @@ import logging
 import logging.handlers
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -73,6 +74,11 @@ ENV_STALL = "ROLLOUT_PLUS_AGENT_STALL_SECONDS"
 
 #: events written to a client between two waits for its socket to drain
 CHUNK = 64
+#: what one client may have in flight: the kernel's send buffer and asyncio's, each bounded
+SOCKET_BUFFER = 32 * 1024
+WRITE_BUFFER_HIGH = 64 * 1024
+#: how long a starting agent waits for the pid lock of one that is still exiting
+PID_LOCK_WAIT = 3.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,6 +337,8 @@ class Agent:
             writer.write(encode(Response(None, error=refusal)))
             writer.close()
             return
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         connection = Connection(writer, uid=peer.uid, pid=peer.pid, stall_seconds=self.settings.stall_seconds)
         self.clients.add(connection)
         streams: set[asyncio.Task[None]] = set()
@@ -553,9 +561,16 @@ def _setup_logging(paths: AgentPaths, *, foreground: bool) -> None:
 def _hold_pid_lock(paths: AgentPaths) -> int:
     """Lock the pid file for the agent's life: a second agent of this user fails here."""
     fd = os.open(paths.pid_file, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    # A killed agent's threads may take a moment to let go of the lock: wait a little before giving up.
+    deadline = time.monotonic() + PID_LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
         other = os.read(fd, 32).decode(errors="replace").strip() or "?"
         os.close(fd)
         raise AgentError(

@@ -1,0 +1,470 @@
+"""The agent against the real control plane, with real agent processes in a temporary ROLLOUT_PLUS_AGENT_DIR.
+
+Each test gets its own agent directory, so its own agent; the fixture stops
+(or kills) the agent it started, by the pid in its pid file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+import watching
+from invariants import HealthyPods
+from kubernetes import client as k8s
+from plugin import events, run_plugin
+
+from kubectl_rollout.agent.client import agent_running, connect
+from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
+from kubectl_rollout.agent.server import ENV_IDLE, ENV_STALL
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.drain import NodeCordoned
+from kubectl_rollout.jobs.events.eviction import PodGone
+from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
+from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
+from kubectl_rollout.kube.cluster_access import Cluster
+
+OPERATOR = "rollout-plus-operator"
+AGENT_MODULE = "kubectl_rollout.agent"
+
+
+def _agent_pid(paths: AgentPaths) -> int | None:
+    try:
+        text = paths.pid_file.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text and agent_running(paths) else None
+
+
+def _alive(pid: int) -> bool:
+    """Running (not a zombie: an agent this test process spawned stays one until reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    if state == "Z":
+        # A zombie leader may still have threads exiting (holding its sockets): dead once it can be reaped,
+        # or, not our child, once its last thread is gone.
+        try:
+            return os.waitpid(pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return len(list(Path(f"/proc/{pid}/task").iterdir())) > 1
+    return True
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def agents_of(directory: Path) -> list[int]:
+    """Every live agent process started with this agent directory (from /proc: cmdline and environment)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().split(") ")[1][0]
+        except OSError:
+            continue
+        if state != "Z" and AGENT_MODULE.encode() in cmdline and f"{ENV_DIR}={directory}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentPaths]:
+    """A fresh agent directory (short: a socket path has ~100 bytes), set for this process and its children."""
+    directory = Path(tempfile.mkdtemp(prefix="rpa-", dir="/tmp"))
+    monkeypatch.setenv(ENV_DIR, str(directory))
+    paths = agent_paths()
+    yield paths
+    for pid in agents_of(directory):
+        os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, 10)
+
+
+def _place(cluster: Cluster, namespace: str, node: str, *, replicas: int, ready_after: str = "0s") -> None:
+    """Deployment web with ``replicas`` pods, all on ``node``."""
+    cluster.apps.create_namespaced_deployment(
+        namespace,
+        manifests.deployment(
+            "web",
+            replicas=replicas,
+            annotations={manifests.READY_AFTER: ready_after},
+            pod_spec=manifests.placement(namespace, node),
+        ),
+    )
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: (d.status.available_replicas or 0) == replicas,
+        namespace=namespace,
+        timeout=120,
+        what=f"web available ({replicas} pods on {node})",
+    )
+
+
+def _pdb(cluster: Cluster, namespace: str, *, replicas: int, max_unavailable: int) -> None:
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        namespace, manifests.pdb("web", app="web", max_unavailable=max_unavailable)
+    )
+    watching.until(
+        cluster.policy.list_namespaced_pod_disruption_budget,
+        lambda p: p.status is not None and p.status.expected_pods == replicas,
+        namespace=namespace,
+        timeout=30,
+        what="the PDB processed",
+    )
+
+
+def _drain_spec(kubeconfig: Path, node: str, namespace: str, *, context: str | None = None, **options: Any) -> JobSpec:
+    return JobSpec(
+        kind=JobKind.DRAIN,
+        connection=Connection(kubeconfig=(str(kubeconfig),), context=context, namespace=namespace),
+        drain=DrainJob(nodes=(node,), options=DrainOptions(timeout=180, **options)),
+    )
+
+
+def _follow(job_id: str, *, from_seq: int = 1, until: type | None = None) -> list[Envelope]:
+    """The job's events from ``from_seq`` until it finishes (or until an event of type ``until``)."""
+    seen = []
+    with connect(name="test") as agent:
+        for envelope in agent.attach(job_id, from_seq=from_seq):
+            seen.append(envelope)
+            if until is not None and isinstance(envelope.event, until):
+                break
+    return seen
+
+
+# --- one agent per user ---------------------------------------------------------------------------
+
+
+def test_twenty_clients_started_at_once_with_no_agent_end_up_talking_to_one_agent(agent_dir: AgentPaths) -> None:
+    command = [sys.executable, "-m", "kubectl_rollout", "agent", "start", "-o", "json"]
+    clients = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(20)]
+    answers = []
+    for process in clients:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()
+        answers.append(json.loads(out))
+    pids = {answer["pid"] for answer in answers}
+    assert len(pids) == 1, pids
+    assert agents_of(agent_dir.runtime_dir.parent) == list(pids)
+    assert _agent_pid(agent_dir) == pids.pop()
+    assert oct(agent_dir.socket.stat().st_mode & 0o777) == "0o600"
+    assert oct(agent_dir.runtime_dir.stat().st_mode & 0o777) == "0o700"
+
+
+def test_the_agent_exits_when_idle_and_never_while_a_job_runs(
+    agent_dir: AgentPaths,
+    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    monkeypatch.setenv(ENV_IDLE, "2")
+    (node,) = dedicated_nodes(1)
+    # One pod behind a PDB that allows nothing: the drain is blocked (for longer than the idle time) until released.
+    _place(cluster, namespace, node, replicas=1)
+    _pdb(cluster, namespace, replicas=1, max_unavailable=0)
+    with connect(name="test") as agent:
+        pid = agent.agent["pid"]
+        job = agent.submit(_drain_spec(kubeconfig, node, namespace))
+    time.sleep(5)  # more than twice the idle time, with no client
+    assert _agent_pid(agent_dir) == pid, "the agent exited while a job ran"
+    # The second job on the same node is refused, naming the first.
+    with connect(name="test") as agent, pytest.raises(ProtocolError) as caught:
+        agent.submit(_drain_spec(kubeconfig, node, namespace))
+    assert caught.value.code == ErrorCode.CONFLICT
+    assert f"job {job.id} (drain node/{node}) is already draining node/{node}" in caught.value.message
+    assert f"kubectl rollout-plus jobs cancel {job.id}" in caught.value.message
+    # Release the PDB: the job ends, then the idle agent exits on its own.
+    cluster.policy.delete_namespaced_pod_disruption_budget("web", namespace)
+    finished = _follow(job.id)[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    assert _wait_gone(pid, 15), "the idle agent did not exit"
+    assert not agent_dir.socket.exists()
+    assert "idle for 2 s (no job, no client); exiting" in agent_dir.log.read_text()
+
+
+# --- nothing secret -------------------------------------------------------------------------------
+
+
+def _token_of(kubeconfig: Path, user: str) -> str:
+    document = json.loads(kubeconfig.read_text())
+    return str(next(u["user"]["token"] for u in document["users"] if u["name"] == user))
+
+
+def test_the_token_is_never_in_the_journal_the_logs_or_the_socket_traffic(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    node, _spare = dedicated_nodes(2)
+    _place(cluster, namespace, node, replicas=2)
+    token = _token_of(kubeconfig, OPERATOR)
+    assert len(token) > 10
+    traffic = bytearray()
+    with connect(name="test", trace=lambda _way, data: traffic.extend(data)) as agent:
+        job = agent.submit(_drain_spec(kubeconfig, node, namespace, context=OPERATOR))
+        seen = list(agent.attach(job.id))
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    assert len(seen) > 5
+    assert b"PodGone" in traffic
+    with connect(name="test") as agent:
+        agent.shutdown()
+    assert _wait_gone(int(agent_dir.pid_file.read_text()), 15)
+    files = [p for d in (agent_dir.state_dir, agent_dir.runtime_dir) for p in d.iterdir() if p.is_file()]
+    assert agent_dir.journal in files
+    for path in files:
+        assert token.encode() not in path.read_bytes(), path
+    assert token.encode() not in traffic
+    with sqlite3.connect(agent_dir.journal) as db:
+        (spec,) = db.execute("SELECT spec FROM jobs WHERE id = ?", (job.id,)).fetchone()
+        assert json.loads(spec)["connection"]["context"] == OPERATOR
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# --- attached output is in-process output --------------------------------------------------------
+
+
+def _normalise(text: str, names: dict[str, str]) -> str:
+    for real, placeholder in names.items():
+        text = text.replace(real, placeholder)
+    text = re.sub(r"web-[a-z0-9]{5,10}-[a-z0-9]{5}", "web-POD", text)
+    return re.sub(r"\d+(\.\d+)?s\b", "Ns", text)
+
+
+def _normalised_events(stdout: str, names: dict[str, str]) -> list[dict[str, Any]]:
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    result = []
+    for line in lines:
+        event = json.loads(_normalise(line, names))
+        del event["job"], event["at"]
+        result.append(_without_durations(event))
+    return result
+
+
+def _without_durations(value: Any) -> Any:
+    """Every float is a measured time (seconds waited, since when): the same shape, not the same value."""
+    if isinstance(value, float):
+        return "FLOAT"
+    if isinstance(value, dict):
+        return {k: _without_durations(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_durations(v) for v in value]
+    return value
+
+
+def _extra_namespace(cluster: Cluster, stem: str) -> str:
+    name = f"{stem}-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+    watching.until(
+        cluster.core.list_namespaced_service_account,
+        lambda sa: sa.metadata.name == "default",
+        namespace=name,
+        timeout=30,
+        what=f"serviceaccount default in {name}",
+    )
+    return name
+
+
+@pytest.mark.parametrize("output", ["text", "jsonl"])
+def test_an_attached_drain_prints_what_an_in_process_drain_prints(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, output: str
+) -> None:
+    first, second = dedicated_nodes(2)
+    other = _extra_namespace(cluster, "attached")
+    try:
+        # The same workload twice (its own namespace and node each time), drained once each way.
+        for ns, node in ((namespace, first), (other, second)):
+            cluster.apps.create_namespaced_deployment(
+                ns,
+                manifests.deployment(
+                    "web",
+                    replicas=3,
+                    pod_spec={
+                        **manifests.placement(namespace, node),
+                    },
+                ),
+            )
+            watching.until(
+                cluster.apps.list_namespaced_deployment,
+                lambda d: (d.status.available_replicas or 0) == 3,
+                namespace=ns,
+                timeout=120,
+                what=f"web available in {ns}",
+            )
+        flags = ["--max-concurrent-evictions=1", "--timeout=120s", "-o", output, "--kubeconfig", str(kubeconfig)]
+        here = run_plugin("drain", first, "-n", namespace, "--in-process", *flags)
+        there = run_plugin("drain", second, "-n", other, "--agent", *flags)
+    finally:
+        cluster.core.delete_namespace(other)
+    assert here.returncode == there.returncode == 0, (here.stderr, there.stderr)
+    assert agents_of(agent_dir.runtime_dir.parent), "the --agent run did not go through an agent"
+    names_here = {first: "NODE", namespace: "NS"}
+    names_there = {second: "NODE", other: "NS"}
+    if output == "text":
+        assert _normalise(there.stdout, names_there) == _normalise(here.stdout, names_here)
+        assert _normalise(there.stderr, names_there) == _normalise(here.stderr, names_here)
+        assert "evicting pod" in here.stdout
+    else:
+        assert _normalised_events(there.stdout, names_there) == _normalised_events(here.stdout, names_here)
+        assert next(e["type"] for e in events(here)) == "JobStarted"
+
+
+# --- a client that never reads -----------------------------------------------------------------
+
+
+def test_a_client_that_never_reads_is_dropped_and_slows_neither_the_job_nor_other_clients(
+    agent_dir: AgentPaths,
+    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    monkeypatch.setenv(ENV_STALL, "3")
+    (node,) = dedicated_nodes(1)
+    _place(cluster, namespace, node, replicas=150)
+    with connect(name="test") as agent:
+        job = agent.submit(_drain_spec(kubeconfig, node, namespace, max_concurrent_evictions=0))
+    # The stalled client: greets, attaches, and never reads again.
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(str(agent_dir.socket))
+    stalled.sendall(
+        b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"protocol":1,"oldest":1,"client":"stalled"}}\n'
+    )
+    stalled.sendall(b'{"jsonrpc":"2.0","id":2,"method":"attach","params":{"job":"' + job.id.encode() + b'"}}\n')
+    lags: list[float] = []
+    seqs: list[int] = []
+    with connect(name="reader") as reader:
+        for envelope in reader.attach(job.id):
+            lags.append(time.time() - envelope.at)
+            seqs.append(envelope.seq)
+    stalled.close()
+    assert seqs == list(range(1, len(seqs) + 1)), "the reading client missed or reordered events"
+    assert len(seqs) > 400
+    lags.sort()
+    p95 = lags[int(len(lags) * 0.95)]
+    assert p95 < 1.0, f"events reached the reading client {p95:.3f} s late (p95)"
+    with connect(name="test") as agent:
+        info = agent.show(job.id)
+    assert (info.state, info.exit_code) == ("succeeded", 0), info
+    log = agent_dir.log.read_text()
+    assert "dropped client pid" in log
+    assert "(stalled): it read nothing for 3 s; jobs go on" in log
+
+
+# --- the peer's uid -------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid")
+def test_a_connection_from_another_uid_is_refused_and_logged(agent_dir: AgentPaths) -> None:
+    with connect(name="test") as agent:
+        pid = agent.agent["pid"]
+    # Loosen the directory and socket (as a careless chmod would) so that uid 65534 can reach it at all.
+    os.chmod(agent_dir.runtime_dir, 0o711)
+    os.chmod(agent_dir.runtime_dir.parent, 0o711)
+    os.chmod(agent_dir.socket, 0o666)
+    script = (
+        "import os, socket, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        "print(s.makefile().readline())  # the agent answers before any request, then hangs up\n"
+    )
+    outcome = subprocess.run(
+        [sys.executable, "-c", script, str(agent_dir.socket)], capture_output=True, text=True, timeout=30
+    )
+    assert outcome.returncode == 0, outcome.stderr
+    answer = json.loads(outcome.stdout)
+    assert answer["error"]["message"] == "this agent serves uid 0 only, not uid 65534"
+    assert "refused a connection from uid 65534" in agent_dir.log.read_text()
+    assert _agent_pid(agent_dir) == pid
+
+
+# --- crash and resume -----------------------------------------------------------------------------
+
+
+def test_after_sigkill_mid_drain_the_journal_is_intact_and_the_restarted_agent_finishes_the_drain(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    node, spare = dedicated_nodes(2)
+    # Six pods behind maxUnavailable 1, replacements Ready 3 s after start: one pod at a time, ~20 s in all.
+    cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
+    try:
+        cluster.apps.create_namespaced_deployment(
+            namespace,
+            manifests.deployment(
+                "web", replicas=6, annotations={manifests.READY_AFTER: "3s"}, pod_spec=manifests.placement(namespace)
+            ),
+        )
+        watching.until(
+            cluster.apps.list_namespaced_deployment,
+            lambda d: (d.status.available_replicas or 0) == 6,
+            namespace=namespace,
+            timeout=120,
+            what="web available",
+        )
+    finally:
+        cluster.core.patch_node(spare, {"spec": {"unschedulable": None}})
+    _pdb(cluster, namespace, replicas=6, max_unavailable=1)
+    healthy = HealthyPods(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(_drain_spec(kubeconfig, node, namespace))
+        before = _follow(job.id, until=PodGone)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        with sqlite3.connect(agent_dir.journal) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            (state,) = db.execute("SELECT state FROM jobs WHERE id = ?", (job.id,)).fetchone()
+        assert state == "running"
+        # The next client starts a new agent, which resumes the job from the journal and the cluster.
+        with connect(name="test") as agent:
+            assert agent.agent["pid"] != pid
+        after = _follow(job.id, from_seq=before[-1].seq + 1)
+    finally:
+        minimum = healthy.stop()
+    finished = after[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    events_all = _follow(job.id)
+    seqs = [e.seq for e in events_all]
+    assert seqs == list(range(1, len(seqs) + 1))
+    starts = [e.event for e in events_all if isinstance(e.event, JobStarted)]
+    assert [s.resumed for s in starts] == [False, True]
+    cordons = [e.event for e in events_all if isinstance(e.event, NodeCordoned)]
+    assert [c.changed for c in cordons] == [True, False], "the resumed drain cordoned again"
+    remaining = [p for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == node]
+    assert remaining == []
+    assert cluster.core.read_node(node).spec.unschedulable is True
+    assert minimum["web"] >= 5, f"the PDB's minimum was broken: {minimum}"
+    with connect(name="test") as agent:
+        info = agent.show(job.id)
+    assert (info.state, info.runs) == ("succeeded", 2)
