@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -468,3 +469,88 @@ def test_after_sigkill_mid_drain_the_journal_is_intact_and_the_restarted_agent_f
     with connect(name="test") as agent:
         info = agent.show(job.id)
     assert (info.state, info.runs) == ("succeeded", 2)
+
+
+# --- the CLI with the agent -----------------------------------------------------------------------
+
+
+def _plugin(*args: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "kubectl_rollout", *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_line(stream: Any, needle: str, timeout: float) -> str:
+    seen = []
+    result: dict[str, str] = {}
+
+    def read() -> None:
+        for line in stream:
+            seen.append(line)
+            if needle in line:
+                result["line"] = line
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert "line" in result, f"no line with {needle!r} within {timeout} s; saw {seen}"
+    return result["line"]
+
+
+def test_detach_ctrl_c_and_a_second_ctrl_c_from_the_cli(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    (node,) = dedicated_nodes(1)
+    _place(cluster, namespace, node, replicas=1)
+    _pdb(cluster, namespace, replicas=1, max_unavailable=0)  # the drain waits until cancelled
+    detached = run_plugin("drain", node, "-n", namespace, "--detach", kubeconfig=kubeconfig)
+    assert detached.returncode == 0, detached.stderr
+    job_id = detached.stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{12}", job_id), detached.stdout
+
+    # Ctrl-C once: detached, told how to come back and how to stop; the job goes on.
+    follower = _plugin("jobs", "attach", job_id)
+    _wait_for_line(follower.stdout, "evicting pod", timeout=60)
+    follower.send_signal(signal.SIGINT)
+    _out, err = follower.communicate(timeout=30)
+    assert follower.returncode == 130, err
+    assert f"detached from job {job_id}; it goes on in the agent." in err
+    assert f"follow it again: kubectl rollout-plus jobs attach {job_id}" in err
+    assert f"stop it:         kubectl rollout-plus jobs cancel {job_id}" in err
+    with connect(name="test") as agent:
+        assert agent.show(job_id).state == "running"
+
+    # Ctrl-C twice within 3 s: the job is cancelled, and followed until it has stopped.
+    follower = _plugin("jobs", "attach", job_id)
+    _wait_for_line(follower.stdout, "evicting pod", timeout=60)
+    follower.send_signal(signal.SIGINT)
+    time.sleep(1)
+    follower.send_signal(signal.SIGINT)
+    _out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 1, err
+    assert f"cancelling job {job_id} (drain node/{node}); waiting for it to stop..." in err
+    with connect(name="test") as agent:
+        info = agent.show(job_id)
+    assert (info.state, info.cancel_requested) == ("cancelled", True)
+    assert cluster.core.read_node(node).spec.unschedulable is True
+    listing = run_plugin("jobs", "list", "-o", "json")
+    assert listing.returncode == 0, listing.stderr
+    assert [job["state"] for job in json.loads(listing.stdout) if job["id"] == job_id] == ["cancelled"]
+
+
+def test_when_the_agent_cannot_start_the_job_runs_in_process_after_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, namespace: str, kubeconfig: Path
+) -> None:
+    unsafe = Path(tempfile.mkdtemp(prefix="rpa-", dir="/tmp"))
+    (unsafe / "run").mkdir()
+    (unsafe / "run").chmod(0o777)
+    monkeypatch.setenv(ENV_DIR, str(unsafe))
+    missing = f"{namespace}-no-such-node"
+    result = run_plugin("drain", missing, "--agent", kubeconfig=kubeconfig)
+    assert result.returncode == 1
+    warning, error = result.stderr.splitlines()
+    assert warning.startswith(f"warning: refusing to use {unsafe / 'run'} for the agent:")
+    assert "is writable by others (mode 0777)" in warning
+    assert warning.endswith("; running the job in this process instead")
+    assert error.startswith(f'error: node "{missing}" not found; nothing was changed')
+    assert agents_of(unsafe) == []

@@ -166,3 +166,22 @@ def test_a_second_restart_of_a_workload_conflicts_in_its_namespace_only() -> Non
     running = {"job1": claims(restart("shop"))}
     assert conflict(restart("shop"), running) == ("job1", "shop/deployment/web")
     assert conflict(restart("other"), running) is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "terminal", "agent"),
+    [
+        (None, {}, True, True),  # a terminal: the job should survive it
+        (None, {}, False, False),  # CI: nothing to survive
+        (True, {}, False, True),
+        (False, {}, True, False),
+        (None, {"ROLLOUT_PLUS_AGENT": "1"}, False, True),
+        (None, {"ROLLOUT_PLUS_AGENT": "0"}, True, False),
+        (False, {"ROLLOUT_PLUS_AGENT": "1"}, True, False),  # the flag wins
+        (None, {"ROLLOUT_PLUS_AGENT": "maybe"}, True, True),  # not a choice: the default
+    ],
+)
+def test_where_a_job_runs(flag: bool | None, env: dict[str, str], terminal: bool, agent: bool) -> None:
+    from kubectl_rollout.cli.job_commands import wants_agent
+
+    assert wants_agent(flag, env, terminal=terminal) is agent
