@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import logging
 import logging.handlers
@@ -180,6 +181,7 @@ class Agent:
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._force_exit = False
+        self.lease_holder = lease_holder_for(paths)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -284,7 +286,7 @@ class Agent:
         try:
             self.journal.mark_running(job.id)
             stream = EventStream(job.id, lambda envelope: self._record(job, envelope), next_seq=next_seq)
-            result = run_job(spec, stream.emit, job.cancel, resumed=job.resumed)
+            result = run_job(spec, stream.emit, job.cancel, resumed=job.resumed, lease_holder=self.lease_holder)
             self.journal.finish(job.id, result)
             log.info(
                 "job %s (%s %s): %s, exit code %d",
@@ -542,6 +544,13 @@ class Agent:
     @property
     def force_exit(self) -> bool:
         return self._force_exit
+
+
+def lease_holder_for(paths: AgentPaths) -> str:
+    """The agent's Lease holder identity: the same for every run of this user's agent with this state directory
+    on this machine (so that a restarted agent takes back its Leases at once), different for any other."""
+    digest = hashlib.sha256(str(paths.state_dir).encode()).hexdigest()[:8]
+    return f"{socket.gethostname()}/rollout-plus-agent/uid-{os.getuid()}/{digest}"
 
 
 # --- the process -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from typing import Protocol
 
 from kubernetes.client.exceptions import ApiException
 
@@ -36,7 +36,11 @@ from kubectl_rollout.rollout.actions import run_rollout_action
 #: exit codes of the CLI contract
 EXIT_OK, EXIT_FAILED = 0, 1
 
-JobBody = Callable[[JobSpec, Cluster, Emit, threading.Event], JobResult]
+
+class JobBody(Protocol):
+    def __call__(
+        self, spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+    ) -> JobResult: ...
 
 
 def connect_to(connection: Connection) -> Cluster:
@@ -49,9 +53,20 @@ def connect_to(connection: Connection) -> Cluster:
 
 
 def run_job(
-    spec: JobSpec, emit: Emit, cancel: threading.Event, *, cluster: Cluster | None = None, resumed: bool = False
+    spec: JobSpec,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    cluster: Cluster | None = None,
+    resumed: bool = False,
+    lease_holder: str | None = None,
 ) -> JobResult:
-    """Run ``spec`` to its end. ``cluster``: an already open connection to use (the CLI's), else one is opened."""
+    """Run ``spec`` to its end. ``cluster``: an already open connection to use (the CLI's), else one is opened.
+
+    ``lease_holder``: the identity the job's Leases are held under. A runner that resumes its own jobs after a
+    crash (the agent) passes one that stays the same across its restarts, so that a resumed job recognises the
+    Lease it held and goes on at once instead of waiting for it to lapse. None: a new identity per job.
+    """
     emit(
         JobStarted(
             kind=spec.kind.value,
@@ -65,7 +80,7 @@ def run_job(
         own = cluster is None
         cluster = cluster if cluster is not None else connect_to(spec.connection)
         try:
-            result = _BODIES[spec.kind](spec, cluster, emit, cancel)
+            result = _BODIES[spec.kind](spec, cluster, emit, cancel, lease_holder=lease_holder)
         finally:
             if own:
                 cluster.close()
@@ -84,7 +99,9 @@ def _ended(cancel: threading.Event, summary: str, *, ok: bool) -> JobResult:
     return JobResult(state=state, exit_code=EXIT_FAILED, summary=summary)
 
 
-def _drain(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+def _drain(
+    spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+) -> JobResult:
     job = spec.drain
     assert job is not None
     engine = DrainEngine(cluster, job.options, emit, cancel=cancel)
@@ -106,7 +123,9 @@ def _drain(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event)
     )
 
 
-def _restart(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+def _restart(
+    spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+) -> JobResult:
     job = spec.restart
     assert job is not None
     try:
@@ -121,6 +140,7 @@ def _restart(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Even
         settings=_restart_settings(job.grace_period, job.dry_run, job.timeout, target.namespace),
         resume=job.resume,
         cancel=cancel,
+        lease_holder=lease_holder,
     )
     finished = engine.run()
     summary = f"{target}: {finished.replaced} pod(s) replaced" + (f"; {finished.failure}" if finished.failure else "")

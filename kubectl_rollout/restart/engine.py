@@ -147,6 +147,7 @@ class EvictionRestart:
         settings: EvictionSettings,
         resume: bool = False,
         cancel: threading.Event | None = None,
+        lease_holder: str | None = None,
     ) -> None:
         self.cluster = cluster
         self.target = target
@@ -154,6 +155,8 @@ class EvictionRestart:
         self.settings = settings
         self.resume = resume
         self.cancel = cancel or threading.Event()
+        #: who holds the restart's Lease: stable for a runner that resumes its own jobs (the agent), else unique
+        self.lease_holder = lease_holder
         self._keeper: LeaseKeeper | None = None
 
     # --- reading the workload ---------------------------------------------------------
@@ -253,6 +256,7 @@ class EvictionRestart:
             self.cluster,
             self.target.namespace,
             self.target.name,
+            self.lease_holder,
             lease_name=f"rollout-plus.restart.{self.target.kind.lower()}.{self.target.name}",
             subject=f"{self.target} is being restarted",
             advice=(

@@ -554,3 +554,52 @@ def test_when_the_agent_cannot_start_the_job_runs_in_process_after_one_warning(
     assert warning.endswith("; running the job in this process instead")
     assert error.startswith(f'error: node "{missing}" not found; nothing was changed')
     assert agents_of(unsafe) == []
+
+
+def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_twice(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    from cluster_setup import deploy
+
+    from kubectl_rollout.jobs.events.eviction import EvictionStarted
+    from kubectl_rollout.jobs.events.restart import PodReplaced, RestartPlanned, WaitingToStart
+    from kubectl_rollout.jobs.spec import RestartJob
+
+    deploy(cluster, namespace, "web", 4, annotations={manifests.READY_AFTER: "2s"})
+    originals = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items}
+    spec = JobSpec(
+        kind=JobKind.RESTART,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        restart=RestartJob(workload="deployment/web", timeout=180),
+    )
+    healthy = HealthyPods(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(spec)
+        before = _follow(job.id, until=PodReplaced)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        with connect(name="test") as agent:
+            restarted_at = agent.agent["started_at"]
+        after = _follow(job.id, from_seq=before[-1].seq + 1)
+        healthy.settle({"web": 4})
+    finally:
+        minimum = healthy.stop()
+    finished = after[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    evicted = [e.event.pod.name for e in before + after if isinstance(e.event, EvictionStarted)]
+    assert len(evicted) == len(set(evicted)), f"a pod was evicted twice: {evicted}"
+    now = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items}
+    assert not now & originals, "an original pod was left"
+    assert minimum["web"] >= 3, minimum
+    # The restarted agent recognised the Lease its predecessor held: no wait for it to lapse.
+    lease_waits = [e.event for e in after if isinstance(e.event, WaitingToStart) and "lease" in e.event.reason]
+    assert lease_waits == []
+    planned = next(e for e in after if isinstance(e.event, RestartPlanned))
+    assert isinstance(planned.event, RestartPlanned)
+    assert planned.event.resumed
+    went_on_after = planned.at - restarted_at
+    print(f"\nresumed restart planned {went_on_after:.2f} s after the agent's restart")
+    assert went_on_after < 3.0
