@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Benchmark: the agent. Its memory idle and during a drain, the journal's size, how fast events reach
+attached clients, and what running a drain in the agent costs against running it in-process.
+
+Scenario: N pods (default 1000) of 10 Deployments under PDBs (maxUnavailable 20%),
+Ready 1 s after start, on 3 kwok nodes made for the benchmark (3 more take the
+replacements). The same drain runs twice on fresh copies of the scenario: once
+in-process (`drain --in-process -o jsonl`), once attached to the agent (`drain
+--agent -o jsonl`) with 2 more clients attached. Printed:
+
+- agent RSS idle (just started, no job) and peak (VmHWM) after the drain;
+- the journal's size after it (database + WAL);
+- latency from an event's timestamp (stamped by the job's stream when the
+  engine emits it) to its line arriving at each of the 3 clients: the CLI's
+  stdout, read line by line, and 2 clients of the agent's own; p50 / p95;
+- wall time attached / in-process (both include starting the CLI).
+
+    .venv/bin/python hack/bench_agent.py [--pods N] [--kubeconfig PATH]
+
+Without --kubeconfig it starts its own cluster in .cluster/bench-agent and stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kubectl_rollout.agent.client import agent_running  # noqa: E402
+from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
+from kubectl_rollout.agent.paths import ENV_DIR, agent_paths  # noqa: E402
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+
+BENCH_DIR = ROOT / ".cluster" / "bench-agent"
+PLUGIN = Path(sys.executable).parent / "kubectl-rollout_plus"
+POOL = "rollout-plus.bench/pool"
+APPS = [f"app{i}" for i in range(10)]
+
+
+def node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {"kubernetes.io/hostname": name, "type": "kwok", POOL: "agent"},
+        },
+        "spec": {"taints": [{"key": POOL, "value": "agent", "effect": "NoSchedule"}]},
+    }
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}, "annotations": {"rollout-plus.test/ready-after": "1s"}},
+                "spec": {
+                    "nodeSelector": {POOL: "agent"},
+                    "tolerations": [{"key": POOL, "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "app", "image": "registry.example/app:v1"}],
+                },
+            },
+        },
+    }
+
+
+def pdb(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "maxUnavailable": "20%"},
+    }
+
+
+def wait_for(what: str, check: Any, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(1)
+
+
+def set_cordoned(cluster: Cluster, nodes: list[str], *, cordoned: bool) -> None:
+    for name in nodes:
+        cluster.core.patch_node(name, {"spec": {"unschedulable": True if cordoned else None}})
+
+
+def prepare(cluster: Cluster, namespace: str, targets: list[str], spares: list[str], pods: int) -> None:
+    """``pods`` pods on ``targets`` (the spares cordoned while they are created), then their PDBs."""
+    cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    wait_for(
+        "the default service account",
+        lambda: any(
+            sa.metadata.name == "default" for sa in cluster.core.list_namespaced_service_account(namespace).items
+        ),
+    )
+    set_cordoned(cluster, spares, cordoned=True)
+    try:
+        for app in APPS:
+            cluster.apps.create_namespaced_deployment(namespace, deployment(app, pods // len(APPS)))
+        wait_for(
+            f"{pods} pods available",
+            lambda: (
+                sum(
+                    (d.status.available_replicas or 0) for d in cluster.apps.list_namespaced_deployment(namespace).items
+                )
+                == pods
+            ),
+        )
+    finally:
+        set_cordoned(cluster, spares, cordoned=False)
+    for app in APPS:
+        cluster.policy.create_namespaced_pod_disruption_budget(namespace, pdb(app))
+    wait_for(
+        "the PDBs processed",
+        lambda: (
+            all(
+                p.status is not None and p.status.expected_pods == pods // len(APPS)
+                for p in cluster.policy.list_namespaced_pod_disruption_budget(namespace).items
+            )
+            and len(cluster.policy.list_namespaced_pod_disruption_budget(namespace).items) == len(APPS)
+        ),
+    )
+
+
+def clean(cluster: Cluster, namespace: str, targets: list[str]) -> None:
+    """Delete the namespace and wait until it is gone (while kwok still plays its pods' kubelet)."""
+    cluster.core.delete_namespace(namespace)
+    set_cordoned(cluster, targets, cordoned=False)
+    wait_for(
+        f"namespace {namespace} gone",
+        lambda: namespace not in {n.metadata.name for n in cluster.core.list_namespace().items},
+        timeout=300,
+    )
+
+
+def rss_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise SystemExit(f"no {field} for pid {pid}")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def drain_command(kubeconfig: Path, namespace: str, targets: list[str], mode: str) -> list[str]:
+    return [str(PLUGIN), "drain", *targets, mode, "-o", "jsonl", "--kubeconfig", str(kubeconfig), "-n", namespace]
+
+
+def in_process_run(kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]) -> float:
+    started = time.monotonic()
+    result = subprocess.run(drain_command(kubeconfig, namespace, targets, "--in-process"), env=env, capture_output=True)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        raise SystemExit(f"the in-process drain failed: {result.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def attached_run(
+    kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]
+) -> tuple[float, list[float], int]:
+    """Wall time of the attached CLI, every client's event latencies, the number of events."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+    cli = subprocess.Popen(
+        drain_command(kubeconfig, namespace, targets, "--agent"), env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert cli.stdout is not None
+    job_id = ""
+    count = 0
+    others: list[threading.Thread] = []
+
+    def follow(job: str) -> None:
+        with connect_agent(name="bench") as agent:
+            for envelope in agent.attach(job):
+                late = time.time() - envelope.at
+                with lock:
+                    latencies.append(late)
+
+    for line in cli.stdout:
+        received = time.time()
+        event = json.loads(line)
+        count += 1
+        if not job_id:
+            job_id = event["job"]
+            others = [threading.Thread(target=follow, args=(job_id,)) for _ in range(2)]
+            for thread in others:
+                thread.start()
+        stamp = time.mktime(time.strptime(event["at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        stamp += float("0." + event["at"][20:-1])
+        with lock:
+            latencies.append(received - stamp)
+    code = cli.wait()
+    elapsed = time.monotonic() - started
+    for thread in others:
+        thread.join()
+    if code != 0:
+        raise SystemExit(f"the attached drain failed with {code}")
+    return elapsed, latencies, count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, default=1000, help="pods on the drained nodes (default 1000)")
+    parser.add_argument("--rounds", type=int, default=2, help="drains each way, alternating (default 2)")
+    parser.add_argument("--kubeconfig", type=Path, help="use this running cluster instead of starting one")
+    args = parser.parse_args()
+
+    own_cluster = args.kubeconfig is None
+    if own_cluster:
+        up = subprocess.run(
+            [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR)],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
+        kubeconfig = Path(up.stdout.strip().splitlines()[-1])
+    else:
+        kubeconfig = args.kubeconfig.resolve()
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
+    stem = f"bench-agent-{os.getpid()}"
+    names = [f"{stem}-n{i}" for i in range(6)]
+    targets, spares = names[:3], names[3:]
+    agent_dir = Path(tempfile.mkdtemp(prefix="rpa-bench-", dir="/tmp"))
+    env = {**os.environ, ENV_DIR: str(agent_dir)}
+    os.environ[ENV_DIR] = str(agent_dir)
+    try:
+        for name in names:
+            cluster.core.create_node(node(name))
+        wait_for(
+            "the bench nodes Ready",
+            lambda: (
+                sum(
+                    1
+                    for n in cluster.core.list_node().items
+                    if n.metadata.name in names
+                    and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+                )
+                == len(names)
+            ),
+        )
+        with connect_agent(name="bench") as agent:
+            pid = agent.agent["pid"]
+        time.sleep(3)
+        idle = rss_kib(pid, "VmRSS")
+        # In-process and attached alternate (A B B A ...), so that a cluster busier at one moment weighs on both.
+        walls: dict[str, list[float]] = {"in-process": [], "attached": []}
+        latencies: list[float] = []
+        events = 0
+        order = ["in-process", "attached", "attached", "in-process"] * ((args.rounds + 1) // 2)
+        for index, mode in enumerate(order[: 2 * args.rounds]):
+            namespace = f"{stem}-{index}"
+            prepare(cluster, namespace, targets, spares, args.pods)
+            if mode == "in-process":
+                walls[mode].append(in_process_run(kubeconfig, namespace, targets, env))
+            else:
+                elapsed, seen, events = attached_run(kubeconfig, namespace, targets, env)
+                walls[mode].append(elapsed)
+                latencies.extend(seen)
+            clean(cluster, namespace, targets)
+            print(f"{mode:10s} {walls[mode][-1]:7.2f} s", flush=True)
+        peak = rss_kib(pid, "VmHWM")
+        paths = agent_paths()
+        with connect_agent(name="bench") as agent:
+            agent.shutdown()
+        wait_for("the agent to stop", lambda: not agent_running(paths), timeout=30)
+        journal = paths.journal.stat().st_size
+        in_process = statistics.mean(walls["in-process"])
+        attached = statistics.mean(walls["attached"])
+
+        print(
+            f"\n== the agent: a drain of {args.pods} pods on 3 nodes, 10 Deployments under PDBs (maxUnavailable 20%) =="
+        )
+        print(f"agent RSS idle                      {idle / 1024:7.1f} MiB")
+        print(f"agent RSS peak (VmHWM)              {peak / 1024:7.1f} MiB")
+        print(
+            f"journal after {args.rounds} attached drains      {journal / 1024:7.1f} KiB   "
+            f"({events} events each; in-process drains are not journaled)"
+        )
+        print(
+            f"event -> client latency, 3 clients  p50 {1000 * statistics.median(latencies):6.1f} ms   "
+            f"p95 {1000 * percentile(latencies, 0.95):6.1f} ms   (target p95 <= 50 ms; {len(latencies)} deliveries)"
+        )
+        runs = ", ".join(f"{w:.2f}" for w in walls["in-process"])
+        print(f"wall time in-process                {in_process:7.2f} s   (mean of {runs})")
+        runs = ", ".join(f"{w:.2f}" for w in walls["attached"])
+        print(f"wall time attached                  {attached:7.2f} s   (mean of {runs})")
+        print(f"ratio attached / in-process         {attached / in_process:7.2f}   (target <= 1.05)")
+    finally:
+        for name in names:
+            with contextlib.suppress(Exception):  # gone already
+                cluster.core.delete_node(name)
+        cluster.close()
+        if own_cluster:
+            subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
