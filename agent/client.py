@@ -138,6 +138,12 @@ class AgentClient:
     def cancel(self, job_id: str) -> JobInfo:
         return JobInfo.from_dict(self.call(Method.CANCEL, job=job_id))
 
+    def pause(self, job_id: str) -> JobInfo:
+        return JobInfo.from_dict(self.call(Method.PAUSE, job=job_id))
+
+    def resume(self, job_id: str) -> JobInfo:
+        return JobInfo.from_dict(self.call(Method.RESUME, job=job_id))
+
     def shutdown(self, *, force: bool = False) -> dict[str, Any]:
         result: dict[str, Any] = self.call(Method.SHUTDOWN, force=force)
         return result

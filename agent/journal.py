@@ -64,6 +64,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE jobs ADD COLUMN runs INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
     ),
+    (
+        # Pause survives the agent: a job paused before a crash resumes paused.
+        "ALTER TABLE jobs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -86,6 +90,8 @@ class Journal:
             # WAL with synchronous=NORMAL: a commit survives the agent's crash (SIGKILL), the last ones
             # may not survive a power cut; the cluster's state covers those on resume.
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # The WAL file shrinks back to 1 MiB after each checkpoint instead of keeping its high-water mark.
+            self._db.execute("PRAGMA journal_size_limit=1048576")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate(migrations)
         except sqlite3.DatabaseError as err:
@@ -146,6 +152,10 @@ class Journal:
         with self._transaction() as db:
             db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
 
+    def set_paused(self, job_id: str, paused: bool) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE jobs SET paused = ? WHERE id = ?", (int(paused), job_id))
+
     def finish(self, job_id: str, result: JobResult, *, now: float | None = None) -> None:
         with self._transaction() as db:
             db.execute(
@@ -163,7 +173,7 @@ class Journal:
 
     _JOB_COLUMNS = (
         "id, kind, target, spec, state, created_at, started_at, finished_at, exit_code, summary, error, runs, "
-        "cancel_requested, (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.job = jobs.id)"
+        "cancel_requested, (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.job = jobs.id), paused"
     )
 
     @staticmethod
@@ -187,6 +197,7 @@ class Journal:
             runs=int(row[11]),  # type: ignore[call-overload]
             cancel_requested=bool(row[12]),
             last_seq=int(row[13]),  # type: ignore[call-overload]
+            paused=bool(row[14]),
         )
 
     def get(self, job_id: str) -> JobInfo | None:

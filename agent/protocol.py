@@ -45,6 +45,8 @@ class Method(enum.StrEnum):
     SHOW = "show"
     ATTACH = "attach"
     CANCEL = "cancel"
+    PAUSE = "pause"
+    RESUME = "resume"
     SHUTDOWN = "shutdown"
 
 
@@ -198,6 +200,8 @@ class JobInfo:
     #: how many times it was started: 2 and more means it was resumed
     runs: int = 0
     cancel_requested: bool = False
+    #: no new eviction starts until it is resumed
+    paused: bool = False
     spec: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from kubectl_rollout.agent.protocol import (
 )
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned
-from kubectl_rollout.jobs.events.job import JobFinished, JobState
+from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.runner import run_job
@@ -123,6 +123,10 @@ class LiveJob:
         self.spec = spec
         self.resumed = resumed
         self.cancel = threading.Event()
+        #: set while paused (``run_job``'s ``paused``)
+        self.paused = threading.Event()
+        #: the job's event stream, made before its thread starts so that the loop may emit into it too
+        self.stream: EventStream | None = None
         self.lines = history
         self.claims = set(claims(spec))
         self.done = False
@@ -260,7 +264,8 @@ class Agent:
                 continue
             log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
             history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in stored]
-            self._start(info.id, spec, resumed=True, history=history, next_seq=next_seq)
+            # Paused before the crash: it stays paused (its JobPaused is in the history already).
+            self._start(info.id, spec, resumed=True, history=history, next_seq=next_seq, paused=info.paused)
 
     def _close_unrunnable(self, job_id: str, next_seq: int, why: str, *, cancelled: bool = False) -> None:
         state = JobState.CANCELLED if cancelled else JobState.FAILED
@@ -270,14 +275,19 @@ class Agent:
         self.journal.finish(job_id, result)
         log.info("job %s: not resumed (%s)", job_id, why)
 
-    def _start(self, job_id: str, spec: JobSpec, *, resumed: bool, history: list[Line], next_seq: int) -> LiveJob:
+    def _start(
+        self, job_id: str, spec: JobSpec, *, resumed: bool, history: list[Line], next_seq: int, paused: bool = False
+    ) -> LiveJob:
         job = LiveJob(job_id, spec, resumed=resumed, history=history)
+        if paused:
+            job.paused.set()
+        job.stream = EventStream(job.id, lambda envelope: self._record(job, envelope), next_seq=next_seq)
         self.live[job_id] = job
-        worker = threading.Thread(target=self._run, args=(job, next_seq), name=f"job {job_id}", daemon=True)
+        worker = threading.Thread(target=self._run, args=(job,), name=f"job {job_id}", daemon=True)
         worker.start()
         return job
 
-    def _run(self, job: LiveJob, next_seq: int) -> None:
+    def _run(self, job: LiveJob) -> None:
         """The worker thread of one job."""
         spec = job.spec
         if job.resumed and spec.restart is not None and not spec.restart.resume:
@@ -285,8 +295,15 @@ class Agent:
             spec = dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
         try:
             self.journal.mark_running(job.id)
-            stream = EventStream(job.id, lambda envelope: self._record(job, envelope), next_seq=next_seq)
-            result = run_job(spec, stream.emit, job.cancel, resumed=job.resumed, lease_holder=self.lease_holder)
+            assert job.stream is not None
+            result = run_job(
+                spec,
+                job.stream.emit,
+                job.cancel,
+                resumed=job.resumed,
+                lease_holder=self.lease_holder,
+                paused=job.paused,
+            )
             self.journal.finish(job.id, result)
             log.info(
                 "job %s (%s %s): %s, exit code %d",
@@ -405,6 +422,8 @@ class Agent:
             return self._info(params).as_dict()
         if request.method == Method.CANCEL:
             return self._cancel(params)
+        if request.method in (Method.PAUSE, Method.RESUME):
+            return self._pause(params, paused=request.method == Method.PAUSE)
         if request.method == Method.SHUTDOWN:
             return self._shutdown(params)
         raise ProtocolError(
@@ -479,6 +498,25 @@ class Agent:
         self.journal.request_cancel(job.id)
         job.cancel.set()
         log.info("job %s: cancel requested", job.id)
+        return self._info(params).as_dict()
+
+    def _pause(self, params: dict[str, Any], *, paused: bool) -> dict[str, Any]:
+        info = self._info(params)
+        job = self.live.get(info.id)
+        if job is None:
+            raise ProtocolError(
+                ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
+            )
+        if job.paused.is_set() != paused:
+            self.journal.set_paused(job.id, paused)
+            if paused:
+                job.paused.set()
+            else:
+                job.paused.clear()
+            assert job.stream is not None
+            word = "pause" if paused else "resume"
+            job.stream.emit(JobPaused(by=f"jobs {word}") if paused else JobResumed(by=f"jobs {word}"))
+            log.info("job %s: %s", job.id, "paused" if paused else "resumed")
         return self._info(params).as_dict()
 
     def _shutdown(self, params: dict[str, Any]) -> dict[str, Any]:

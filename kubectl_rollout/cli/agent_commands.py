@@ -188,7 +188,7 @@ def agent_logs(follow: bool) -> None:
 
 @click.group("jobs")
 def jobs_group() -> None:
-    """The agent's jobs: list them, show one, follow it, cancel it, print its events."""
+    """The agent's jobs: list them, show one, follow it, pause, resume or cancel it, print its events."""
 
 
 def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
@@ -227,7 +227,8 @@ def jobs_list(limit: int, output: str) -> None:
 
 def _show(info: JobInfo) -> None:
     click.echo(f"job {info.id}: {info.kind} {info.target}")
-    click.echo(f"  state:    {info.state}" + (" (cancel requested)" if info.cancel_requested else ""))
+    notes = [note for note, on in (("cancel requested", info.cancel_requested), ("paused", info.paused)) if on]
+    click.echo(f"  state:    {info.state}" + (f" ({', '.join(notes)})" if notes else ""))
     click.echo(f"  context:  {info.context or '-'}; namespace: {info.namespace or '-'}")
     click.echo(f"  created:  {_when(info.created_at)}; started: {_when(info.started_at)}")
     click.echo(f"  finished: {_when(info.finished_at)}; exit code: {'-' if info.exit_code is None else info.exit_code}")
@@ -271,6 +272,39 @@ def jobs_cancel(job_id: str, output: str) -> None:
         f"cancel requested for job {info.id} ({info.kind} {info.target}); follow it to its end with "
         f"`{command('jobs', 'attach', info.id)}`"
     )
+
+
+def _pause_command(name: str, *, paused: bool) -> click.Command:
+    @click.command(name)
+    @click.argument("job_id", metavar="ID")
+    @_output_json
+    def command_function(job_id: str, output: str) -> None:
+        with _connect(start=True) as agent:
+            try:
+                info = agent.pause(job_id) if paused else agent.resume(job_id)
+            except AgentError as err:
+                raise Failure(err.message, err.exit_code) from err
+        if output == "json":
+            click.echo(json.dumps(info.as_dict(), indent=2))
+        elif paused:
+            click.echo(
+                f"job {info.id} ({info.kind} {info.target}) paused: no new eviction starts (those in flight go on); "
+                f"go on with `{command('jobs', 'resume', info.id)}`"
+            )
+        else:
+            click.echo(f"job {info.id} ({info.kind} {info.target}) resumed")
+
+    command_function.help = (
+        "Pause a running drain or restart: no new eviction starts until `jobs resume ID` (those in flight go "
+        "on, and its --timeout keeps running); a paused job stays paused if the agent restarts."
+        if paused
+        else "Resume a paused job."
+    )
+    return command_function
+
+
+jobs_group.add_command(_pause_command("pause", paused=True))
+jobs_group.add_command(_pause_command("resume", paused=False))
 
 
 def _job_kind(job_id: str) -> str:

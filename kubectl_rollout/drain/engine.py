@@ -105,12 +105,13 @@ class DrainEngine:
         emit: Emit,
         *,
         cancel: threading.Event | None = None,
+        paused: threading.Event | None = None,
     ) -> None:
         self.cluster = cluster
         self.options = options
         self.emit = emit
         self.cancel = cancel or threading.Event()
-        self.evictor = PodEvictor(cluster, eviction_settings(options), emit, cancel=self.cancel)
+        self.evictor = PodEvictor(cluster, eviction_settings(options), emit, cancel=self.cancel, paused=paused)
 
     # --- nodes --------------------------------------------------------------------------
 

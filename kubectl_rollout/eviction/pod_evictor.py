@@ -116,11 +116,14 @@ class PodEvictor:
         emit: Emit,
         *,
         cancel: threading.Event | None = None,
+        paused: threading.Event | None = None,
     ) -> None:
         self.cluster = cluster
         self.options = options
         self.emit = emit
         self.cancel = cancel or threading.Event()
+        #: set while the job is paused: no new eviction starts until it is cleared; those in flight go on
+        self.paused = paused or threading.Event()
         self._pdbs: PdbWatch | None = None
         self._pdbs_lock = threading.Lock()
         limit = options.max_concurrent_evictions
@@ -266,9 +269,14 @@ class PodEvictor:
         if left is not None and left <= 0:
             raise _Timeout
 
+    def _hold_while_paused(self, state: _Attempts) -> None:
+        while self.paused.is_set() and not self.cancel.wait(0.2):
+            pass
+        self._stop_if_cancelled_or_late(state)
+
     def _attempt(self, state: _Attempts) -> None:
         """One eviction (or deletion) request; raises _Refused with the server's answer."""
-        self._stop_if_cancelled_or_late(state)
+        self._hold_while_paused(state)
         # Queue for the PDB first when it visibly has no room, instead of
         # spending a request on a refusal we can already see coming.
         admitted, state.admission = state.admission, None
@@ -276,11 +284,21 @@ class PodEvictor:
             selecting = state.pdbs.selecting(state.current)
             if len(selecting) == 1 and blocks(selecting[0], state.current):
                 admitted = self._wait_in_line(state, state.pdbs, selecting[0])
+        # Paused while it queued for its PDB: it waits (holding its place) like every other pod.
+        self._hold_while_paused(state)
         state.count += 1
         self.emit(
             ev.EvictionStarted(pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run)
         )
         self._take_slot()
+        try:
+            # Paused while it waited for a slot: it holds here, slot and all, like every other pod.
+            self._hold_while_paused(state)
+        except BaseException:
+            self._release_slot()
+            if admitted is not None:
+                admitted(accepted=False)
+            raise
         try:
             self._request_removal(state.current)
         except _Refused:

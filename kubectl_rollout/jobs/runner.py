@@ -39,7 +39,14 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 class JobBody(Protocol):
     def __call__(
-        self, spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+        self,
+        spec: JobSpec,
+        cluster: Cluster,
+        emit: Emit,
+        cancel: threading.Event,
+        *,
+        lease_holder: str | None,
+        paused: threading.Event | None,
     ) -> JobResult: ...
 
 
@@ -60,12 +67,15 @@ def run_job(
     cluster: Cluster | None = None,
     resumed: bool = False,
     lease_holder: str | None = None,
+    paused: threading.Event | None = None,
 ) -> JobResult:
     """Run ``spec`` to its end. ``cluster``: an already open connection to use (the CLI's), else one is opened.
 
     ``lease_holder``: the identity the job's Leases are held under. A runner that resumes its own jobs after a
     crash (the agent) passes one that stays the same across its restarts, so that a resumed job recognises the
     Lease it held and goes on at once instead of waiting for it to lapse. None: a new identity per job.
+
+    ``paused``: while it is set, a drain or a restart starts no new eviction (those in flight go on).
     """
     emit(
         JobStarted(
@@ -80,7 +90,7 @@ def run_job(
         own = cluster is None
         cluster = cluster if cluster is not None else connect_to(spec.connection)
         try:
-            result = _BODIES[spec.kind](spec, cluster, emit, cancel, lease_holder=lease_holder)
+            result = _BODIES[spec.kind](spec, cluster, emit, cancel, lease_holder=lease_holder, paused=paused)
         finally:
             if own:
                 cluster.close()
@@ -100,11 +110,17 @@ def _ended(cancel: threading.Event, summary: str, *, ok: bool) -> JobResult:
 
 
 def _drain(
-    spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+    spec: JobSpec,
+    cluster: Cluster,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    lease_holder: str | None,
+    paused: threading.Event | None,
 ) -> JobResult:
     job = spec.drain
     assert job is not None
-    engine = DrainEngine(cluster, job.options, emit, cancel=cancel)
+    engine = DrainEngine(cluster, job.options, emit, cancel=cancel, paused=paused)
     try:
         # Permissions first: a restricted user learns what is missing, not just "forbidden".
         needed = drain_permissions(job.options, by_selector=bool(job.selector), read_only=job.plan_only)
@@ -124,7 +140,13 @@ def _drain(
 
 
 def _restart(
-    spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event, *, lease_holder: str | None
+    spec: JobSpec,
+    cluster: Cluster,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    lease_holder: str | None,
+    paused: threading.Event | None,
 ) -> JobResult:
     job = spec.restart
     assert job is not None
@@ -141,6 +163,7 @@ def _restart(
         resume=job.resume,
         cancel=cancel,
         lease_holder=lease_holder,
+        paused=paused,
     )
     finished = engine.run()
     summary = f"{target}: {finished.replaced} pod(s) replaced" + (f"; {finished.failure}" if finished.failure else "")

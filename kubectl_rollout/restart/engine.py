@@ -148,6 +148,7 @@ class EvictionRestart:
         resume: bool = False,
         cancel: threading.Event | None = None,
         lease_holder: str | None = None,
+        paused: threading.Event | None = None,
     ) -> None:
         self.cluster = cluster
         self.target = target
@@ -157,6 +158,8 @@ class EvictionRestart:
         self.cancel = cancel or threading.Event()
         #: who holds the restart's Lease: stable for a runner that resumes its own jobs (the agent), else unique
         self.lease_holder = lease_holder
+        #: set while the job is paused: the next eviction waits until it is cleared
+        self.paused = paused
         self._keeper: LeaseKeeper | None = None
 
     # --- reading the workload ---------------------------------------------------------
@@ -320,7 +323,7 @@ class EvictionRestart:
             desired=desired,
             min_ready=min_ready,
             deadline=deadline,
-            evictor=PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel),
+            evictor=PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel, paused=self.paused),
         )
         replaced = 0
         wrote = False

@@ -603,3 +603,51 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
     went_on_after = planned.at - restarted_at
     print(f"\nresumed restart planned {went_on_after:.2f} s after the agent's restart")
     assert went_on_after < 3.0
+
+
+def test_a_paused_drain_starts_no_eviction_until_it_is_resumed(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    from kubectl_rollout.jobs.events.eviction import EvictionStarted, PodEvicted
+    from kubectl_rollout.jobs.events.job import JobPaused, JobResumed
+
+    (node,) = dedicated_nodes(1)
+    # Four pods that linger for their 2 s grace period once evicted; one eviction at a time.
+    cluster.apps.create_namespaced_deployment(
+        namespace,
+        manifests.deployment(
+            "web",
+            replicas=4,
+            annotations={manifests.ON_SIGTERM: "ignore"},
+            pod_spec=manifests.placement(namespace, node),
+        ),
+    )
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: (d.status.available_replicas or 0) == 4,
+        namespace=namespace,
+        timeout=120,
+        what="web available",
+    )
+    spec = _drain_spec(kubeconfig, node, namespace, max_concurrent_evictions=1, grace_period=2)
+    with connect(name="test") as agent:
+        job = agent.submit(spec)
+    _follow(job.id, until=EvictionStarted)
+    with connect(name="test") as agent:
+        assert agent.pause(job.id).paused
+        paused_at = time.time()
+        time.sleep(6)  # long enough for the eviction in flight to end and two more to have started
+        assert agent.show(job.id).paused
+        resumed_at = time.time()
+        assert not agent.resume(job.id).paused
+    seen = _follow(job.id)
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    # PodEvicted: the API server accepted the eviction (EvictionStarted comes before a free slot).
+    evicted = [e.at for e in seen if isinstance(e.event, PodEvicted)]
+    during = [at for at in evicted if paused_at + 0.5 < at < resumed_at]
+    assert during == [], f"evictions accepted while paused: {during}"
+    assert len([at for at in evicted if at >= resumed_at]) >= 2, evicted
+    kinds = [type(e.event) for e in seen]
+    assert kinds.index(JobPaused) < kinds.index(JobResumed)

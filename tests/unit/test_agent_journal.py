@@ -125,3 +125,15 @@ def test_the_journal_holds_paths_not_credentials(tmp_path: Path) -> None:
         "request_timeout": 0.0,
     }
     journal.close()
+
+
+def test_pause_and_a_cancel_request_survive_the_agent(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    journal.create_job("j1", SPEC)
+    journal.mark_running("j1")
+    journal.set_paused("j1", True)
+    journal.request_cancel("j1")
+    journal.close()
+    [info] = Journal(path).unfinished()
+    assert (info.paused, info.cancel_requested) == (True, True)

@@ -45,3 +45,20 @@ class JobFinished(Event):
     summary: str = ""
     #: the error that ended the job, when the engine raised one instead of reporting it
     error: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobPaused(Event):
+    """No new step starts (a drain or a restart: no new eviction) until ``JobResumed``; those in flight go on."""
+
+    TYPE = "JobPaused"
+
+    #: who asked, for a person ("jobs pause", "resumed paused")
+    by: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobResumed(Event):
+    TYPE = "JobResumed"
+
+    by: str = ""
