@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start dist
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -67,6 +67,10 @@ bench-drain: setup
 dist: $(VENV)/.installed
 	$(BIN)/python hack/dist/build_archives.py
 	$(BIN)/python hack/dist/render_krew_manifest.py
+
+## bench-agent: the agent's memory, journal size, event latency and attached vs in-process drains (prints figures)
+bench-agent: setup
+	$(BIN)/python hack/bench_agent.py
 
 ## bench-rollout: the Deployment controller vs rollout-plus on the same rollout (prints figures)
 bench-rollout: setup
