@@ -34,8 +34,8 @@ from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
 from kubectl_rollout.agent.server import ENV_IDLE, ENV_STALL
 from kubectl_rollout.jobs.events.base import Envelope
-from kubectl_rollout.jobs.events.drain import NodeCordoned
-from kubectl_rollout.jobs.events.eviction import PodGone
+from kubectl_rollout.jobs.events.drain import BatchStarted, NodeCordoned
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodGone
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -147,13 +147,18 @@ def _drain_spec(kubeconfig: Path, node: str, namespace: str, *, context: str | N
     )
 
 
-def _follow(job_id: str, *, from_seq: int = 1, until: type | None = None) -> list[Envelope]:
-    """The job's events from ``from_seq`` until it finishes (or until an event of type ``until``)."""
+def _follow(job_id: str, *, from_seq: int = 1, until: Any = None) -> list[Envelope]:
+    """The job's events from ``from_seq`` until it finishes, or until an event of type ``until`` (or for which
+    ``until``, a function, says True)."""
     seen = []
     with connect(name="test") as agent:
         for envelope in agent.attach(job_id, from_seq=from_seq):
             seen.append(envelope)
-            if until is not None and isinstance(envelope.event, until):
+            if until is None:
+                continue
+            if isinstance(until, type) and isinstance(envelope.event, until):
+                break
+            if not isinstance(until, type) and until(envelope.event):
                 break
     return seen
 
@@ -411,18 +416,32 @@ def test_a_connection_from_another_uid_is_refused_and_logged(agent_dir: AgentPat
 # --- crash and resume -----------------------------------------------------------------------------
 
 
-def test_after_sigkill_mid_drain_the_journal_is_intact_and_the_restarted_agent_finishes_the_drain(
-    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+#: where the agent is killed: the event after which it dies, and how the scenario differs
+KILL_POINTS: dict[str, tuple[Any, dict[str, bool]]] = {
+    "after-cordon": (NodeCordoned, {}),
+    "mid-wave": (PodGone, {}),
+    "while-blocked-on-a-pdb": (EvictionBlocked, {}),
+    "while-waiting-for-deletion": (PodEvicted, {"linger": True}),
+    "in-a-node-batch": (lambda e: isinstance(e, BatchStarted) and e.index == 2, {"batch": True}),
+}
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_the_drain(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, point: str
 ) -> None:
-    node, spare = dedicated_nodes(2)
+    until, variant = KILL_POINTS[point]
+    *targets, spare = dedicated_nodes(3 if variant.get("batch") else 2)
     # Six pods behind maxUnavailable 1, replacements Ready 3 s after start: one pod at a time, ~20 s in all.
+    # "linger": evicted pods take their 3 s grace period to go. "batch": two nodes, drained one batch at a time.
+    annotations = {manifests.READY_AFTER: "3s"}
+    if variant.get("linger"):
+        annotations[manifests.ON_SIGTERM] = "ignore"
     cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
     try:
         cluster.apps.create_namespaced_deployment(
             namespace,
-            manifests.deployment(
-                "web", replicas=6, annotations={manifests.READY_AFTER: "3s"}, pod_spec=manifests.placement(namespace)
-            ),
+            manifests.deployment("web", replicas=6, annotations=annotations, pod_spec=manifests.placement(namespace)),
         )
         watching.until(
             cluster.apps.list_namespaced_deployment,
@@ -434,12 +453,20 @@ def test_after_sigkill_mid_drain_the_journal_is_intact_and_the_restarted_agent_f
     finally:
         cluster.core.patch_node(spare, {"spec": {"unschedulable": None}})
     _pdb(cluster, namespace, replicas=6, max_unavailable=1)
+    spec = JobSpec(
+        kind=JobKind.DRAIN,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        drain=DrainJob(
+            nodes=tuple(targets),
+            options=DrainOptions(timeout=180, grace_period=3, node_batch=1 if variant.get("batch") else 0),
+        ),
+    )
     healthy = HealthyPods(cluster, namespace).start()
     try:
         with connect(name="test") as agent:
             pid = agent.agent["pid"]
-            job = agent.submit(_drain_spec(kubeconfig, node, namespace))
-        before = _follow(job.id, until=PodGone)
+            job = agent.submit(spec)
+        before = _follow(job.id, until=until)
         os.kill(pid, signal.SIGKILL)
         assert _wait_gone(pid, 10)
         with sqlite3.connect(agent_dir.journal) as db:
@@ -461,10 +488,15 @@ def test_after_sigkill_mid_drain_the_journal_is_intact_and_the_restarted_agent_f
     starts = [e.event for e in events_all if isinstance(e.event, JobStarted)]
     assert [s.resumed for s in starts] == [False, True]
     cordons = [e.event for e in events_all if isinstance(e.event, NodeCordoned)]
-    assert [c.changed for c in cordons] == [True, False], "the resumed drain cordoned again"
-    remaining = [p for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == node]
-    assert remaining == []
-    assert cluster.core.read_node(node).spec.unschedulable is True
+    for target in targets:
+        changed = [c.changed for c in cordons if c.node == target]
+        assert changed[:1] == [True], f"{target} was never cordoned by the drain: {changed}"
+        assert not any(changed[1:]), f"the resumed drain cordoned {target} again"
+        remaining = [
+            p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == target
+        ]
+        assert remaining == []
+        assert cluster.core.read_node(target).spec.unschedulable is True
     assert minimum["web"] >= 5, f"the PDB's minimum was broken: {minimum}"
     with connect(name="test") as agent:
         info = agent.show(job.id)
@@ -566,7 +598,9 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
     from kubectl_rollout.jobs.spec import RestartJob
 
     deploy(cluster, namespace, "web", 4, annotations={manifests.READY_AFTER: "2s"})
-    originals = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items}
+    pods = cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items
+    originals = {p.metadata.uid for p in pods}
+    original_names = {p.metadata.name for p in pods}
     spec = JobSpec(
         kind=JobKind.RESTART,
         connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
@@ -589,8 +623,11 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
     finished = after[-1].event
     assert isinstance(finished, JobFinished)
     assert finished.exit_code == 0, finished
-    evicted = [e.event.pod.name for e in before + after if isinstance(e.event, EvictionStarted)]
-    assert len(evicted) == len(set(evicted)), f"a pod was evicted twice: {evicted}"
+    # The pod in flight when the agent died may be asked again (it was not replaced yet); a replacement never is.
+    evicted = {e.event.pod.name for e in before + after if isinstance(e.event, EvictionStarted)}
+    assert evicted == original_names, f"evicted {evicted}, the originals were {original_names}"
+    replaced = [e.event.pod.name for e in before + after if isinstance(e.event, PodReplaced)]
+    assert len(replaced) == len(set(replaced)), f"a pod was replaced twice: {replaced}"
     now = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items}
     assert not now & originals, "an original pod was left"
     assert minimum["web"] >= 3, minimum
