@@ -33,8 +33,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_rollout import __version__
@@ -59,6 +57,7 @@ from kubectl_rollout.agent.protocol import (
     encode_event,
     negotiate,
 )
+from kubectl_rollout.agent.settings import Settings
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
@@ -69,10 +68,6 @@ from kubectl_rollout.jobs.spec import JobResult, JobSpec
 
 log = logging.getLogger("kubectl_rollout.agent")
 
-ENV_IDLE = "ROLLOUT_PLUS_AGENT_IDLE_SECONDS"
-ENV_RETENTION = "ROLLOUT_PLUS_AGENT_RETENTION_DAYS"
-ENV_STALL = "ROLLOUT_PLUS_AGENT_STALL_SECONDS"
-
 #: events written to a client between two waits for its socket to drain
 CHUNK = 64
 #: what one client may have in flight: the kernel's send buffer and asyncio's, each bounded
@@ -80,36 +75,6 @@ SOCKET_BUFFER = 32 * 1024
 WRITE_BUFFER_HIGH = 64 * 1024
 #: how long a starting agent waits for the pid lock of one that is still exiting
 PID_LOCK_WAIT = 3.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    #: exit after this long with no job running and no client connected
-    idle_seconds: float = 600.0
-    #: finished jobs older than this are pruned from the journal when the agent starts
-    retention_days: float = 30.0
-    #: a client whose socket accepts nothing for this long is dropped
-    stall_seconds: float = 30.0
-    #: a client this many events behind gets its backlog coalesced (superseded events left out)
-    lag_events: int = 2000
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        given: dict[str, Any] = {}
-        for name, variable in (
-            ("idle_seconds", ENV_IDLE),
-            ("retention_days", ENV_RETENTION),
-            ("stall_seconds", ENV_STALL),
-        ):
-            if env.get(variable):
-                try:
-                    given[name] = float(env[variable])
-                except ValueError as err:
-                    raise AgentError(
-                        f"{variable}={env[variable]!r} is not a number; unset it or give seconds/days"
-                    ) from err
-        return cls(**given)
 
 
 Line = tuple[int, str | None, bytes]

@@ -16,7 +16,7 @@ from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import agent_paths
 from kubectl_rollout.agent.protocol import JobInfo
-from kubectl_rollout.agent.server import ENV_IDLE, Settings, run_agent
+from kubectl_rollout.agent.settings import ENV_IDLE, Settings
 from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.job_commands import Sink, exit_with, follow_job, live
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
@@ -84,6 +84,8 @@ def agent_start(ctx: click.Context, foreground: bool, idle_timeout: str | None, 
             raise click.BadParameter(str(err), param_hint="--idle-timeout") from err
         os.environ[ENV_IDLE] = str(seconds)
     if foreground:
+        from kubectl_rollout.agent.server import run_agent  # the job runner, and through it the kubernetes client
+
         try:
             settings = Settings.from_env()
         except AgentError as err:

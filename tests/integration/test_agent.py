@@ -32,7 +32,7 @@ from plugin import events, run_plugin
 from kubectl_rollout.agent.client import agent_running, connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
-from kubectl_rollout.agent.server import ENV_IDLE, ENV_STALL
+from kubectl_rollout.agent.settings import ENV_IDLE, ENV_STALL
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import BatchStarted, NodeCordoned
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodGone

@@ -42,6 +42,8 @@ HEAVY = ("kubernetes", "textual")
         (["kubectl-rollout_plus", "--help"], "Commands:"),
         (["kubectl-rollout_plus", "drain", "--help"], "--ignore-daemonsets"),
         (["kubectl-rollout_plus", "apply", "--help"], "--auto-rollback"),
+        (["kubectl-rollout_plus", "agent", "--help"], "logs"),
+        (["kubectl-rollout_plus", "jobs", "attach", "--help"], "--from-seq"),
         (["kubectl-rollout_plus", "version", "--client"], "Client Version: v"),
         (["kubectl-rollout_plus", "completion", "bash"], "_KUBECTL_ROLLOUT_PLUS_COMPLETE"),
         # kubectl's plugin completion of command names: `kubectl rollout-plus <TAB>`
@@ -94,7 +96,7 @@ def test_every_command_is_registered() -> None:
     # cli.commands also holds the lazy commands that other tests ran
     assert set(cli.commands) - set(LAZY_COMMANDS) == eager, "other commands belong in LAZY_COMMANDS"
     rollout = {command.name for command in rollout_commands.COMMANDS}
-    assert rollout | {"drain", "cordon", "uncordon"} == set(LAZY_COMMANDS)
+    assert rollout | {"drain", "cordon", "uncordon", "agent", "jobs"} == set(LAZY_COMMANDS)
     context = click.Context(cli)
     assert cli.list_commands(context) == sorted(eager | set(LAZY_COMMANDS))
 
