@@ -411,7 +411,7 @@ class Agent:
             "socket": str(self.paths.socket),
             "journal": str(self.paths.journal),
             "log": str(self.paths.log),
-            "running": sorted(self.live),
+            "running_jobs": sorted(self.live),
             "clients": len(self.clients),
             "idle_seconds": self.settings.idle_seconds,
         }

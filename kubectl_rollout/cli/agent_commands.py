@@ -146,7 +146,7 @@ def agent_status(ctx: click.Context, output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"running": True, **hello}, indent=2))
         return
-    jobs = ", ".join(hello["running"]) or "none"
+    jobs = ", ".join(hello["running_jobs"]) or "none"
     click.echo(f"agent running: pid {hello['pid']}, version {hello['agent_version']}, protocol {hello['protocol']}")
     click.echo(f"  since:   {_when(hello['started_at'])}")
     click.echo(f"  socket:  {hello['socket']}")
