@@ -688,3 +688,41 @@ def test_a_paused_drain_starts_no_eviction_until_it_is_resumed(
     assert len([at for at in evicted if at >= resumed_at]) >= 2, evicted
     kinds = [type(e.event) for e in seen]
     assert kinds.index(JobPaused) < kinds.index(JobResumed)
+
+
+def test_an_attached_cli_follows_its_job_through_a_crash_of_the_agent(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    node, spare = dedicated_nodes(2)
+    # Four pods on the node (the spare cordoned while they are created), replacements Ready 2 s after start.
+    cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
+    try:
+        cluster.apps.create_namespaced_deployment(
+            namespace,
+            manifests.deployment(
+                "web", replicas=4, annotations={manifests.READY_AFTER: "2s"}, pod_spec=manifests.placement(namespace)
+            ),
+        )
+        watching.until(
+            cluster.apps.list_namespaced_deployment,
+            lambda d: (d.status.available_replicas or 0) == 4,
+            namespace=namespace,
+            timeout=120,
+            what="web available",
+        )
+    finally:
+        cluster.core.patch_node(spare, {"spec": {"unschedulable": None}})
+    _pdb(cluster, namespace, replicas=4, max_unavailable=1)
+    follower = _plugin("drain", node, "-n", namespace, "--agent", "-o", "jsonl", "--kubeconfig", str(kubeconfig))
+    first = json.loads(_wait_for_line(follower.stdout, '"type": "PodGone"', timeout=90))
+    pid = _agent_pid(agent_dir)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    out, err = follower.communicate(timeout=180)
+    assert follower.returncode == 0, err
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert lines[-1]["type"] == "JobFinished"
+    assert lines[-1]["exit_code"] == 0
+    # The CLI printed each event once, in order, from the first agent and then the second.
+    assert [e["seq"] for e in lines] == list(range(first["seq"] + 1, lines[-1]["seq"] + 1))
+    assert [e["resumed"] for e in lines if e["type"] == "JobStarted"] == [True]

@@ -32,16 +32,16 @@ def test_start_status_logs_and_stop() -> None:
     assert "`kubectl rollout-plus agent start` starts one" in absent.stdout
 
     started = _run(directory, "agent", "start")
-    assert started.returncode == 0, started.stderr
-    assert started.stdout.startswith("agent running (pid ")
-    status = _run(directory, "agent", "status", "-o", "json")
-    assert status.returncode == 0, status.stderr
-    answer = json.loads(status.stdout)
-    assert answer["running"] is True
-    assert answer["socket"] == str(socket)
-    assert (answer["protocol"], answer["running_jobs"]) == (1, [])
-    pid = answer["pid"]
     try:
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.startswith("agent running (pid ")
+        status = _run(directory, "agent", "status", "-o", "json")
+        assert status.returncode == 0, status.stderr
+        answer = json.loads(status.stdout)
+        assert answer["running"] is True
+        assert answer["socket"] == str(socket)
+        assert (answer["protocol"], answer["running_jobs"]) == (1, [])
+        pid = answer["pid"]
         logs = _run(directory, "agent", "logs")
         assert f"(pid {pid}) listening on {socket}" in logs.stdout
         jobs = _run(directory, "jobs", "list", "-o", "json")
