@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -314,6 +315,7 @@ def main() -> int:
             with contextlib.suppress(Exception):  # gone already
                 cluster.core.delete_node(name)
         cluster.close()
+        shutil.rmtree(agent_dir, ignore_errors=True)
         if own_cluster:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -104,6 +105,7 @@ def agent_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentPaths]:
     for pid in agents_of(directory):
         os.kill(pid, signal.SIGKILL)
         _wait_gone(pid, 10)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _place(cluster: Cluster, namespace: str, node: str, *, replicas: int, ready_after: str = "0s") -> None:
@@ -573,8 +575,8 @@ def test_detach_ctrl_c_and_a_second_ctrl_c_from_the_cli(
 def test_when_the_agent_cannot_start_the_job_runs_in_process_after_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, namespace: str, kubeconfig: Path
 ) -> None:
-    unsafe = Path(tempfile.mkdtemp(prefix="rpa-", dir="/tmp"))
-    (unsafe / "run").mkdir()
+    unsafe = tmp_path / "agent"
+    (unsafe / "run").mkdir(parents=True)
     (unsafe / "run").chmod(0o777)
     monkeypatch.setenv(ENV_DIR, str(unsafe))
     missing = f"{namespace}-no-such-node"

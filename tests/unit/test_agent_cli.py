@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,3 +56,4 @@ def test_start_status_logs_and_stop() -> None:
     assert stopped.stdout.strip() == f"agent stopped (pid {pid})"
     assert not socket.exists()
     assert _run(directory, "agent", "stop").stdout.strip() == "no agent is running"
+    shutil.rmtree(directory, ignore_errors=True)

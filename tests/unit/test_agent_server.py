@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import tempfile
@@ -31,6 +32,7 @@ def agent_env() -> Iterator[tuple[AgentPaths, dict[str, str]]]:
     yield paths, environ
     if agent_running(paths):
         os.kill(pid, 9)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
