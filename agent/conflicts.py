@@ -2,8 +2,9 @@
 
 A claim is a string naming one object of one cluster (the kubeconfig context
 qualifies it): ``CONTEXT node/NAME`` for a drain, ``CONTEXT NAMESPACE/kind/NAME``
-for a restart. A drain by label selector claims its nodes once it has resolved
-them (the agent adds them from the job's own ``NodeCordoned`` events).
+for a restart, ``CONTEXT NAMESPACE/workload/NAME`` for a managed workload's
+rollout. A drain by label selector claims its nodes once it has resolved them
+(the agent adds them from the job's own ``NodeCordoned`` events).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def claims(spec: JobSpec) -> frozenset[str]:
         if spec.drain.plan_only or spec.drain.options.dry_run.value != "none":
             return frozenset()
         return frozenset(node_claim(context, node) for node in spec.drain.nodes)
+    if spec.rollout is not None:
+        namespace = spec.rollout.namespace or spec.connection.namespace or "default"
+        return frozenset({f"{context or ''} {namespace}/workload/{spec.rollout.workload}"})
     if spec.restart is not None:
         if spec.restart.dry_run.value != "none":
             return frozenset()

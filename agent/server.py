@@ -64,7 +64,7 @@ from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, 
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.runner import run_job
-from kubectl_rollout.jobs.spec import JobResult, JobSpec
+from kubectl_rollout.jobs.spec import ActionKind, JobResult, JobSpec
 
 log = logging.getLogger("kubectl_rollout.agent")
 
@@ -227,6 +227,7 @@ class Agent:
             if info.cancel_requested:
                 self._close_unrunnable(info.id, next_seq, "cancelled before the agent stopped", cancelled=True)
                 continue
+            spec = spec_to_resume(spec, {e.type for e in stored})
             log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
             history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in stored]
             # Paused before the crash: it stays paused (its JobPaused is in the history already).
@@ -255,9 +256,6 @@ class Agent:
     def _run(self, job: LiveJob) -> None:
         """The worker thread of one job."""
         spec = job.spec
-        if job.resumed and spec.restart is not None and not spec.restart.resume:
-            # A restart resumed by the agent goes on from its cutoff label: no pod is replaced twice.
-            spec = dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
         try:
             self.journal.mark_running(job.id)
             assert job.stream is not None
@@ -472,6 +470,15 @@ class Agent:
             raise ProtocolError(
                 ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
             )
+        if job.spec.rollout is not None:
+            name = job.spec.rollout.workload
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"job {info.id} drives the rollout of {name}; a rollout is paused on the workload itself: "
+                f"`{command('pause', name)}` (and `{command('resume', name)}`)",
+            )
+        if job.spec.drain is None and job.spec.restart is None:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, f"job {info.id} ({info.kind}) cannot be paused")
         if job.paused.is_set() != paused:
             self.journal.set_paused(job.id, paused)
             if paused:
@@ -547,6 +554,26 @@ class Agent:
     @property
     def force_exit(self) -> bool:
         return self._force_exit
+
+
+def spec_to_resume(spec: JobSpec, recorded: set[str]) -> JobSpec:
+    """What an interrupted job runs when the agent resumes it, given the event types it had emitted.
+
+    A restart by eviction goes on from its cutoff label (``--resume``): no pod is replaced twice. A rollout
+    whose change is recorded on the workload (``SpecChanged``) is followed to its end (``status -w``) rather
+    than changed again: a second ``restart`` would restart it twice. Anything else runs as it was.
+    """
+    if spec.restart is not None and not spec.restart.resume:
+        return dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
+    if spec.rollout is not None and spec.rollout.kind is not ActionKind.WATCH and "SpecChanged" in recorded:
+        namespace = spec.rollout.namespace
+        if namespace is None and spec.rollout.manifest is not None:
+            namespace = (spec.rollout.manifest.get("metadata") or {}).get("namespace")
+        watch = dataclasses.replace(
+            spec.rollout, kind=ActionKind.WATCH, name=spec.rollout.workload, namespace=namespace, manifest=None
+        )
+        return dataclasses.replace(spec, rollout=watch)
+    return spec
 
 
 def lease_holder_for(paths: AgentPaths) -> str:

@@ -201,6 +201,11 @@ def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
         printer = drain_printer(sys.stdout, sys.stderr, live=live())
     elif kind == "restart":
         printer = restart_printer(sys.stdout, sys.stderr)
+    elif kind == "rollout":
+        from kubectl_rollout.cli.rollout_output import RolloutPrinter
+
+        rollout = RolloutPrinter(sys.stdout, sys.stderr)
+        return (lambda envelope: rollout(envelope.event)), lambda: None
     else:
         return JsonLinesPrinter(sys.stdout), lambda: None
     return printer, printer.close

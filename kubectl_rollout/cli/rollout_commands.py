@@ -85,7 +85,7 @@ def _drive_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         command = option(command)
-    return command
+    return agent_options(command)
 
 
 def _pop_drive(options: dict[str, Any]) -> tuple[DriveOptions, str]:
@@ -97,9 +97,21 @@ def _pop_drive(options: dict[str, Any]) -> tuple[DriveOptions, str]:
     return drive, options.pop("output", "text")
 
 
-def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output: str, flags: dict[str, Any]) -> None:
-    """Run a rollout job through the job runner, print its events, and exit as it ended."""
-    from kubectl_rollout.cli.job_commands import connection_of, run_in_process
+def _run_job(
+    ctx: click.Context,
+    cluster: Cluster,
+    action: RolloutAction,
+    output: str,
+    flags: dict[str, Any],
+    *,
+    use_agent: bool | None = False,
+    detach: bool = False,
+) -> None:
+    """Run a rollout job through the job runner (in the agent, or here), print its events, and exit as it ended.
+
+    ``use_agent``: False runs it here (pause: it ends at once); None lets the terminal decide (``wants_agent``).
+    """
+    from kubectl_rollout.cli.job_commands import connection_of, run_job_command
     from kubectl_rollout.jobs.spec import JobKind, JobSpec
 
     spec = JobSpec(kind=JobKind.ROLLOUT, connection=connection_of(ctx, cluster, flags), rollout=action)
@@ -108,7 +120,7 @@ def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output
     else:
         printer = RolloutPrinter(sys.stdout, sys.stderr)
         sink = lambda envelope: printer(envelope.event)  # noqa: E731
-    run_in_process(
+    run_job_command(
         ctx,
         spec,
         cluster,
@@ -116,14 +128,19 @@ def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output
         on_interrupt="interrupted: the rollout's state is in the cluster; continue it with "
         + next_steps.follow_rollout(action.workload),
         close=lambda: None,
+        use_agent=use_agent,
+        detach=detach,
     )
 
 
 def _change(ctx: click.Context, action: RolloutAction, options: dict[str, Any]) -> None:
     """Record a change of the spec and drive the rollout; ``options`` are the command's drive and connection flags."""
+    use_agent, detach = options.pop("use_agent", None), options.pop("detach", False)
     drive, output = _pop_drive(options)
     cluster = open_cluster(ctx, **options)
-    _run_job(ctx, cluster, dataclasses.replace(action, drive=drive), output, options)
+    _run_job(
+        ctx, cluster, dataclasses.replace(action, drive=drive), output, options, use_agent=use_agent, detach=detach
+    )
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -231,7 +248,6 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
     help="KIND/NAME only: continue a restart that stopped early, replacing only the pods it had not replaced yet.",
 )
 @_drive_options
-@agent_options
 @global_options
 @click.pass_context
 def restart(
@@ -273,14 +289,14 @@ def restart(
             **options,
         )
         return
-    if detach:
-        raise UsageError("--detach applies to KIND/NAME only (a restart by eviction) for now; run it without --detach")
     if grace_period != -1 or dry_run != "none" or resume:
         raise UsageError(
             "--grace-period, --dry-run and --resume apply to KIND/NAME only (a workload restarted by eviction)"
         )
 
-    _change(ctx, RolloutAction(kind=ActionKind.RESTART, name=name), options)
+    _change(
+        ctx, RolloutAction(kind=ActionKind.RESTART, name=name), {**options, "use_agent": use_agent, "detach": detach}
+    )
 
 
 @click.command("pause")
@@ -319,9 +335,20 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
     show_default=True,
     help="json: the status once; jsonl (with -w): the job's events, one per line.",
 )
+@agent_options
 @global_options
 @click.pass_context
-def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None, output: str, **flags: Any) -> None:
+def status(
+    ctx: click.Context,
+    /,
+    name: str,
+    watch: bool,
+    timeout: float | None,
+    output: str,
+    use_agent: bool | None,
+    detach: bool,
+    **flags: Any,
+) -> None:
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
     from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
     from kubectl_rollout.rollout import operations
@@ -331,8 +358,11 @@ def status(ctx: click.Context, /, name: str, watch: bool, timeout: float | None,
     cluster = open_cluster(ctx, **flags)
     if watch:
         action = RolloutAction(kind=ActionKind.WATCH, name=name, drive=DriveOptions(timeout=timeout))
-        _run_job(ctx, cluster, action, "jsonl" if output == "jsonl" else "text", flags)
+        output = "jsonl" if output == "jsonl" else "text"
+        _run_job(ctx, cluster, action, output, flags, use_agent=use_agent, detach=detach)
         return
+    if detach:
+        raise UsageError("--detach follows a rollout in the agent: use it with -w")
     report = operations.rollout_status(cluster, cluster.namespace, name)
     if output == "json":
         record = report.record

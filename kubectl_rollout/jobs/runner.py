@@ -174,7 +174,18 @@ def _restart_settings(grace_period: int, dry_run: DryRun, timeout: float, namesp
     return EvictionSettings(grace_period=grace_period, dry_run=dry_run, timeout=timeout, pdb_namespace=namespace)
 
 
-def _rollout(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> JobResult:
+def _rollout(
+    spec: JobSpec,
+    cluster: Cluster,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    lease_holder: str | None,
+    paused: threading.Event | None,
+) -> JobResult:
+    # A rollout's Lease is the driver's own (identity per process) and a rollout is paused on the workload
+    # (`pause NAME`), not as a job: neither argument reaches it yet.
+    del lease_holder, paused
     action = spec.rollout
     assert action is not None
     finished = run_rollout_action(cluster, action, emit, cancel)

@@ -728,3 +728,33 @@ def test_an_attached_cli_follows_its_job_through_a_crash_of_the_agent(
     # The CLI printed each event once, in order, from the first agent and then the second.
     assert [e["seq"] for e in lines] == list(range(first["seq"] + 1, lines[-1]["seq"] + 1))
     assert [e["resumed"] for e in lines if e["type"] == "JobStarted"] == [True]
+
+
+def test_a_rollout_runs_in_the_agent_and_its_events_print_as_in_process(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, tmp_path: Path, kubeconfig: Path
+) -> None:
+    import yaml
+
+    document = manifests.deployment("web", replicas=3, annotations={manifests.READY_AFTER: "1s"})
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump(document))
+    applied = run_plugin("apply", "-f", str(path), "-n", namespace, "--agent", "-o", "jsonl", kubeconfig=kubeconfig)
+    assert applied.returncode == 0, applied.stderr
+    lines = events(applied)
+    assert (lines[0]["type"], lines[-1]["type"], lines[-1]["exit_code"]) == ("JobStarted", "JobFinished", 0)
+    job_id = lines[0]["job"]
+    with connect(name="test") as agent:
+        info = agent.show(job_id)
+    assert (info.kind, info.state) == ("rollout", "succeeded")
+    # Replayed from the agent's journal through the rollout's own printer.
+    replayed = run_plugin("jobs", "logs", job_id)
+    assert replayed.returncode == 0, replayed.stderr
+    document["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/app:v2"
+    path.write_text(yaml.safe_dump(document))
+    here = run_plugin("apply", "-f", str(path), "-n", namespace, "--in-process", kubeconfig=kubeconfig)
+    assert here.returncode == 0, here.stderr
+    # The same printer, fed by the agent's journal and by the job in this process.
+    assert replayed.stdout.splitlines()[0] == "workload/web created"
+    assert here.stdout.splitlines()[0] == "workload/web configured"
+    for output in (replayed.stdout, here.stdout):
+        assert 'deployment "web" successfully rolled out' in output.splitlines()

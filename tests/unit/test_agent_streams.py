@@ -95,3 +95,48 @@ def test_the_lease_holder_is_stable_per_state_directory(tmp_path: Path) -> None:
     assert lease_holder_for(one) == lease_holder_for(agent_paths({ENV_DIR: str(tmp_path / "one")}))
     assert lease_holder_for(one) != lease_holder_for(other)
     assert "/rollout-plus-agent/uid-" in lease_holder_for(one)
+
+
+def test_what_an_interrupted_job_runs_when_it_resumes() -> None:
+    from kubectl_rollout.agent.server import spec_to_resume
+    from kubectl_rollout.jobs.spec import ActionKind, RestartJob, RolloutAction
+
+    connection = Connection(context="c", namespace="shop")
+    restart = JobSpec(kind=JobKind.RESTART, connection=connection, restart=RestartJob(workload="deployment/web"))
+    resumed = spec_to_resume(restart, {"JobStarted", "RestartPlanned"})
+    assert resumed.restart is not None
+    assert resumed.restart.resume  # from its cutoff label: no pod replaced twice
+
+    manifest = {"metadata": {"name": "web", "namespace": "other"}, "spec": {}}
+    apply = JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=connection,
+        rollout=RolloutAction(kind=ActionKind.APPLY, manifest=manifest),
+    )
+    # The change never reached the record: apply it again.
+    assert spec_to_resume(apply, {"JobStarted"}) == apply
+    # Recorded: follow the rollout to its end instead of changing it a second time.
+    followed = spec_to_resume(apply, {"JobStarted", "SpecChanged"}).rollout
+    assert followed is not None
+    assert (followed.kind, followed.name, followed.namespace, followed.manifest) == (
+        ActionKind.WATCH,
+        "web",
+        "other",
+        None,
+    )
+    assert spec_to_resume(SPEC, {"JobStarted", "NodeCordoned"}) == SPEC
+
+
+def test_a_second_rollout_of_a_workload_conflicts() -> None:
+    from kubectl_rollout.agent.conflicts import claims, conflict
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
+
+    def rollout(kind: ActionKind) -> JobSpec:
+        return JobSpec(
+            kind=JobKind.ROLLOUT,
+            connection=Connection(context="c", namespace="shop"),
+            rollout=RolloutAction(kind=kind, name="web"),
+        )
+
+    running = {"job1": claims(rollout(ActionKind.RESTART))}
+    assert conflict(rollout(ActionKind.SCALE), running) == ("job1", "shop/workload/web")
