@@ -22,7 +22,7 @@ import click
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
-from kubectl_rollout.cli.rollout_output import RolloutPrinter
+from kubectl_rollout.cli.rollout_output import rollout_printer
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.kube.durations import parse_duration
@@ -105,8 +105,7 @@ def _run_job(ctx: click.Context, cluster: Cluster, action: RolloutAction, output
     if output == "jsonl":
         sink: Callable[[Envelope], None] = JsonLinesPrinter(sys.stdout)
     else:
-        printer = RolloutPrinter(sys.stdout, sys.stderr)
-        sink = lambda envelope: printer(envelope.event)  # noqa: E731
+        sink = rollout_printer(sys.stdout, sys.stderr)
     run_in_process(
         ctx,
         spec,
