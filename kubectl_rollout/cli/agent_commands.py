@@ -202,10 +202,9 @@ def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
     elif kind == "restart":
         printer = restart_printer(sys.stdout, sys.stderr)
     elif kind == "rollout":
-        from kubectl_rollout.cli.rollout_output import RolloutPrinter
+        from kubectl_rollout.cli.rollout_output import rollout_printer
 
-        rollout = RolloutPrinter(sys.stdout, sys.stderr)
-        return (lambda envelope: rollout(envelope.event)), lambda: None
+        printer = rollout_printer(sys.stdout, sys.stderr)
     else:
         return JsonLinesPrinter(sys.stdout), lambda: None
     return printer, printer.close

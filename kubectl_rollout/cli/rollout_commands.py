@@ -23,7 +23,7 @@ from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
-from kubectl_rollout.cli.rollout_output import RolloutPrinter
+from kubectl_rollout.cli.rollout_output import rollout_printer
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.kube.durations import parse_duration
@@ -118,8 +118,7 @@ def _run_job(
     if output == "jsonl":
         sink: Callable[[Envelope], None] = JsonLinesPrinter(sys.stdout)
     else:
-        printer = RolloutPrinter(sys.stdout, sys.stderr)
-        sink = lambda envelope: printer(envelope.event)  # noqa: E731
+        sink = rollout_printer(sys.stdout, sys.stderr)
     run_job_command(
         ctx,
         spec,

@@ -6,15 +6,20 @@ own result lines (``workload/web configured``); stderr carries what the driver
 did, indented (``  scale web-5d8f6c7b9 to 3``), what held it back, and how the
 job ended when it did not succeed. The driver's actions of one pass share a
 line, printed with the state they led to.
+
+The formatters read what they need across events (the pass of actions, whether
+the job follows another driver, the last state line) from the rollout view.
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Iterator
 from typing import TextIO
 
+from kubectl_rollout.cli.text_output import Formatter, Line, TextPrinter
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.views.rollout import RolloutView, fold
 
 
 def describe_action(event: ev.ReplicaSetAction) -> str:
@@ -37,80 +42,72 @@ def following_line(event: ev.FollowingDriver) -> str:
     )
 
 
-class RolloutPrinter:
-    def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.err = err
-        self._lock = threading.Lock()
-        #: the driver's actions of the pass under way, printed with the state they lead to
-        self._actions: list[str] = []
-        #: the last state line of the driver in charge (a driver that takes over starts afresh)
-        self._message = ""
-        self._following = False
-        #: the last state line printed while following another driver
-        self._followed = ""
+def _closed_pass(view: RolloutView) -> Iterator[Line]:
+    """The driver's actions of the pass just closed, on one line."""
+    if view.closed_pass:
+        yield "err", "  " + "; ".join(describe_action(action) for action in view.closed_pass)
 
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            self._handle(event)
 
-    def _line(self, stream: TextIO, text: str) -> None:
-        stream.write(text + "\n")
-        stream.flush()
+def _aside(text: str, view: RolloutView) -> Iterator[Line]:
+    """A line about what holds the driver, then where it stands (unchanged)."""
+    yield "err", f"  {text}"
+    if view.own_message:
+        yield "out", view.own_message
 
-    def _flush_actions(self) -> None:
-        if self._actions:
-            self._line(self.err, "  " + "; ".join(self._actions))
-            self._actions.clear()
 
-    def _aside(self, text: str) -> None:
-        """A line about what holds the driver, then where it stands (unchanged)."""
-        self._line(self.err, f"  {text}")
-        if self._message:
-            self._line(self.out, self._message)
+def _progressed(event: ev.RolloutProgressed, view: RolloutView) -> Iterator[Line]:
+    yield from _closed_pass(view)
+    if event.message:
+        yield "out", event.message
 
-    def _handle(self, event: Event) -> None:
-        if isinstance(event, ev.ReplicaSetCreated | ev.ReplicaSetScaled | ev.RevisionAssigned | ev.ReplicaSetDeleted):
-            self._actions.append(describe_action(event))
-        elif isinstance(event, ev.RolloutProgressed):
-            self._flush_actions()
-            if self._following:
-                self._followed = event.message
-            else:
-                self._message = event.message
-            if event.message:
-                self._line(self.out, event.message)
-        elif isinstance(event, ev.ScaleDownHeldByPdb):
-            self._aside(f"scale-down held back by PodDisruptionBudget {', '.join(str(p) for p in event.pdbs)}")
-        elif isinstance(event, ev.RollingBack):
-            self._aside(f"rolling back to revision {event.to_revision} ({event.replica_set})")
-        elif isinstance(event, ev.FollowingDriver):
-            if not self._followed:
-                self._line(self.err, following_line(event))
-            self._following = True
-        elif isinstance(event, ev.TookOver):
-            self._following = False
-            self._message = ""
-        elif isinstance(event, ev.SpecChanged):
-            self._spec_changed(event)
-        elif isinstance(event, ev.RolloutFinished):
-            self._flush_actions()
-            self._finished(event)
 
-    def _spec_changed(self, event: ev.SpecChanged) -> None:
-        if event.change is ev.SpecChange.APPLY:
-            self._line(self.out, f"workload/{event.workload} {'created' if event.created else 'configured'}")
-        elif event.change is ev.SpecChange.UNDO:
-            self._line(self.err, f"workload/{event.workload} rolling back to revision {event.to_revision}")
-        elif event.change is ev.SpecChange.PAUSE:
-            self._line(self.out, f"workload/{event.workload} paused")
-        elif event.change is ev.SpecChange.RESUME:
-            self._line(self.out, f"workload/{event.workload} resumed")
+def _held_by_pdb(event: ev.ScaleDownHeldByPdb, view: RolloutView) -> Iterator[Line]:
+    yield from _aside(f"scale-down held back by PodDisruptionBudget {', '.join(str(p) for p in event.pdbs)}", view)
 
-    def _finished(self, event: ev.RolloutFinished) -> None:
-        if event.outcome in (ev.RolloutOutcome.ERROR, ev.RolloutOutcome.RECORDED):
-            return  # an error is the command's to print (once, kubectl-style); a recorded change said so already
-        if event.outcome is ev.RolloutOutcome.PAUSED:
-            self._line(self.err, event.message)
-        elif not event.succeeded:
-            self._line(self.err, f"error: {event.message}")
+
+def _rolling_back(event: ev.RollingBack, view: RolloutView) -> Iterator[Line]:
+    yield from _aside(f"rolling back to revision {event.to_revision} ({event.replica_set})", view)
+
+
+def _following(event: ev.FollowingDriver, view: RolloutView) -> Iterator[Line]:
+    if not view.followed_message:  # said once, before the first state line of the driver followed
+        yield "err", following_line(event)
+
+
+def _spec_changed(event: ev.SpecChanged, _view: RolloutView) -> Iterator[Line]:
+    if event.change is ev.SpecChange.APPLY:
+        yield "out", f"workload/{event.workload} {'created' if event.created else 'configured'}"
+    elif event.change is ev.SpecChange.UNDO:
+        yield "err", f"workload/{event.workload} rolling back to revision {event.to_revision}"
+    elif event.change is ev.SpecChange.PAUSE:
+        yield "out", f"workload/{event.workload} paused"
+    elif event.change is ev.SpecChange.RESUME:
+        yield "out", f"workload/{event.workload} resumed"
+
+
+def _finished(event: ev.RolloutFinished, view: RolloutView) -> Iterator[Line]:
+    yield from _closed_pass(view)
+    if event.outcome in (ev.RolloutOutcome.ERROR, ev.RolloutOutcome.RECORDED):
+        return  # an error is the command's to print (once, kubectl-style); a recorded change said so already
+    if event.outcome is ev.RolloutOutcome.PAUSED:
+        yield "err", event.message
+    elif not event.succeeded:
+        yield "err", f"error: {event.message}"
+
+
+ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
+    ev.RolloutProgressed: _progressed,
+    ev.ScaleDownHeldByPdb: _held_by_pdb,
+    ev.RollingBack: _rolling_back,
+    ev.FollowingDriver: _following,
+    ev.SpecChanged: _spec_changed,
+    ev.RolloutFinished: _finished,
+}
+
+
+def rollout_printer(out: TextIO, err: TextIO) -> TextPrinter:
+    """The text printer of a rollout job (apply, set image, undo, pause, resume, status): no live footer,
+    the state lines are the log."""
+    return TextPrinter(
+        out, err, view=RolloutView(), fold=fold, formatters=ROLLOUT_FORMATTERS, final=(ev.RolloutFinished,)
+    )

@@ -1,7 +1,7 @@
 """The one text printer of every job: it folds the job's view and formats each event by its type.
 
 Formatters are plain functions ``(event, view) -> lines``, one table per job
-kind (``drain_output``, ``restart_output``); the printer owns only the
+kind (``drain_output``, ``restart_output``, ``rollout_output``); the printer owns only the
 terminal: which stream a line goes to, and on a terminal the one-line live
 footer under the log, drawn from the view.
 """

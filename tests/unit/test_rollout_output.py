@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 
-from kubectl_rollout.cli.rollout_output import RolloutPrinter
+from kubectl_rollout.cli.rollout_output import rollout_printer
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.events.stream import EventStream
 
 WAITING = 'Waiting for deployment "web" rollout to finish: 1 out of 3 new replicas have been updated...'
 DONE = 'deployment "web" successfully rolled out'
@@ -14,9 +15,9 @@ DONE = 'deployment "web" successfully rolled out'
 
 def render(*events: Event) -> tuple[list[str], list[str]]:
     out, err = io.StringIO(), io.StringIO()
-    printer = RolloutPrinter(out, err)
+    stream = EventStream("job", rollout_printer(out, err))
     for event in events:
-        printer(event)
+        stream.emit(event)
     return out.getvalue().splitlines(), err.getvalue().splitlines()
 
 

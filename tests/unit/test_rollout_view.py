@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views.rollout import MAX_ACTIONS, RolloutView, fold, fold_all, rows_after
 
 STREAMS = Path(__file__).parent / "streams"
@@ -245,6 +245,44 @@ def test_following_another_driver_until_it_finishes() -> None:
     first = up_to(stream, lambda e: isinstance(e, ev.RolloutProgressed))
     assert first.rows  # a follower reports the ReplicaSets too
     assert not any(isinstance(e.event, ev.ReplicaSetAction) for e in stream)  # it never acted
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_each_report_closes_the_pass_of_actions_before_it(name: str) -> None:
+    """What the printer writes with a state line: the driver's actions since the report before."""
+    view, since = RolloutView(), []
+    for envelope in load(name):
+        view = fold(view, envelope)
+        event = envelope.event
+        if isinstance(event, ev.ReplicaSetAction):
+            since.append(event)
+        elif isinstance(event, ev.RolloutProgressed | ev.RolloutFinished):
+            assert (view.closed_pass, view.pass_actions) == (tuple(since), ()), envelope.seq
+            since = []
+        assert view.pass_actions == tuple(since)
+
+
+def test_state_lines_of_the_job_driving_and_of_the_driver_followed() -> None:
+    def last_message(stream: list[Envelope]) -> str:
+        return [e.event.message for e in stream if isinstance(e.event, ev.RolloutProgressed)][-1]
+
+    driven, followed = load("set_image"), load("follow")
+    assert (fold_all(driven).own_message, fold_all(driven).followed_message) == (last_message(driven), "")
+    assert (fold_all(followed).own_message, fold_all(followed).followed_message) == ("", last_message(followed))
+
+
+def test_a_job_that_takes_over_has_no_state_line_of_its_own_yet() -> None:
+    progressed = ev.RolloutProgressed(
+        workload="web", namespace="shop", message="waiting", phase=ev.RolloutPhase.UPDATING
+    )
+    events: list[Event] = [
+        progressed,
+        ev.FollowingDriver(workload="web", lease="shop/rollout-plus.web"),
+        dataclasses.replace(progressed, message="followed"),
+        ev.TookOver(workload="web", lease="shop/rollout-plus.web"),
+    ]
+    view = fold_all(Envelope(job="j", seq=n, at=0.0, event=e) for n, e in enumerate(events, 1))
+    assert (view.own_message, view.followed_message, view.following) == ("", "followed", None)
 
 
 # --- pure parts ------------------------------------------------------------------------

@@ -8,7 +8,9 @@ the previous one and compare.
 ReplicaSet rows come whole with each ``RolloutProgressed``; between two of
 them, the driver's actions (created, scaled, revision assigned, deleted) are
 applied to the rows as they arrive (``rows_after``), so the view never lags
-what the driver already did.
+what the driver already did. The actions since the last report form the pass
+under way (``pass_actions``); the report closes it (``closed_pass``), so a
+printer can say what led to the state it prints.
 """
 
 from __future__ import annotations
@@ -74,6 +76,14 @@ class RolloutView:
     following: str | None = None
     #: the latest MAX_ACTIONS action events, oldest first
     actions: tuple[Envelope, ...] = ()
+    #: the driver's ReplicaSet actions since the latest RolloutProgressed: the pass under way
+    pass_actions: tuple[ev.ReplicaSetAction, ...] = ()
+    #: the actions of the pass the latest RolloutProgressed (or RolloutFinished) closed: what led to that state
+    closed_pass: tuple[ev.ReplicaSetAction, ...] = ()
+    #: the latest state line while this job drove ("" again once it takes over from another driver)
+    own_message: str = ""
+    #: the latest state line while this job followed another driver
+    followed_message: str = ""
     finished: ev.RolloutFinished | None = None
     last_seq: int = 0
 
@@ -149,9 +159,9 @@ def _apply(view: RolloutView, event: Event) -> RolloutView:
             view, workload=event.workload, namespace=event.namespace, spec_change=event, generation=event.generation
         )
     if isinstance(event, ev.ReplicaSetCreated | ev.RevisionAssigned | ev.ReplicaSetDeleted):
-        return replace(view, rows=rows_after(view.rows, event))
+        return replace(view, rows=rows_after(view.rows, event), pass_actions=(*view.pass_actions, event))
     if isinstance(event, ev.ReplicaSetScaled):
-        view = replace(view, rows=rows_after(view.rows, event))
+        view = replace(view, rows=rows_after(view.rows, event), pass_actions=(*view.pass_actions, event))
         if view.held_by_pdb is not None and _hold_over(view, view.held_by_pdb):
             view = replace(view, held_by_pdb=None)
         return view
@@ -172,11 +182,16 @@ def _apply(view: RolloutView, event: Event) -> RolloutView:
         return replace(view, rolling_back=None)
     if isinstance(event, ev.RolloutProgressed):
         done = event.phase is ev.RolloutPhase.COMPLETE
+        following = view.following is not None
         return replace(
             view,
             workload=event.workload,
             namespace=event.namespace,
             message=event.message,
+            own_message=view.own_message if following else event.message,
+            followed_message=event.message if following else view.followed_message,
+            pass_actions=(),
+            closed_pass=view.pass_actions,
             phase=event.phase,
             generation=event.generation,
             paused=event.paused,
@@ -186,7 +201,7 @@ def _apply(view: RolloutView, event: Event) -> RolloutView:
     if isinstance(event, ev.FollowingDriver):
         return replace(view, workload=event.workload, following=event.holder)
     if isinstance(event, ev.TookOver):
-        return replace(view, following=None)
+        return replace(view, following=None, own_message="")
     if isinstance(event, ev.RolloutFinished):
         return replace(
             view,
@@ -194,6 +209,8 @@ def _apply(view: RolloutView, event: Event) -> RolloutView:
             namespace=event.namespace or view.namespace,
             finished=event,
             following=None,
+            pass_actions=(),
+            closed_pass=view.pass_actions,
             held_by_pdb=None,
             paused=event.paused,
         )
