@@ -21,7 +21,7 @@ import click
 from kubectl_rollout import __version__
 from kubectl_rollout.cli.completion import invoked_for_completion, kubectl_complete, shell_source
 from kubectl_rollout.cli.lazy_group import LazyCommand, LazyGroup
-from kubectl_rollout.cli.options import global_options, open_cluster
+from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
 
 _ROLLOUT = "kubectl_rollout.cli.rollout_commands"
 _DRAIN = "kubectl_rollout.cli.drain_commands"
@@ -140,9 +140,16 @@ def version_command(ctx: click.Context, /, client_only: bool, output: str, **fla
         "kubernetesClient": _package_version("kubernetes"),
     }
     if not client_only:
-        cluster = open_cluster(ctx, **flags)
-        versions["serverVersion"] = cluster.server_version()
-        versions["server"] = cluster.server
+        from kubectl_rollout.kube.version_probe import probe_server_version
+
+        # The light path first (no kubernetes client to import); the client words any failure.
+        probed = probe_server_version(settings_from(ctx, **flags))
+        if probed is not None:
+            versions["serverVersion"], versions["server"] = probed.git_version, probed.server
+        else:
+            cluster = open_cluster(ctx, **flags)
+            versions["serverVersion"] = cluster.server_version()
+            versions["server"] = cluster.server
     if output == "json":
         click.echo(json.dumps(versions, indent=2))
         return

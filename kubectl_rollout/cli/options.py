@@ -17,7 +17,8 @@ from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UserFacingError
 
 if TYPE_CHECKING:
-    from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings
+    from kubectl_rollout.kube.cluster_access import Cluster
+    from kubectl_rollout.kube.connection_settings import ConnectionSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,7 +100,7 @@ def global_options(command: F) -> F:
 
 def settings_from(ctx: click.Context, **overrides: Any) -> ConnectionSettings:
     """Merge the flags given before the subcommand with those given after it."""
-    from kubectl_rollout.kube.cluster_access import ConnectionSettings
+    from kubectl_rollout.kube.connection_settings import ConnectionSettings
 
     merged: dict[str, Any] = {}
     for level in (ctx.find_root().params, overrides):

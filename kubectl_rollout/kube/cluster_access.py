@@ -26,6 +26,8 @@ from kubernetes.config.kube_config import KubeConfigMerger
 
 from kubectl_rollout import __version__
 from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.connection_settings import ConnectionSettings as ConnectionSettings
+from kubectl_rollout.kube.connection_settings import kubeconfig_paths as kubeconfig_paths
 from kubectl_rollout.kube.errors import UserFacingError
 
 #: What to do when the local test cluster is not running (README, first command).
@@ -34,27 +36,6 @@ LOCAL_CLUSTER_HINT = "start the local cluster with `make cluster-up` (or `make d
 
 class ClusterAccessError(UserFacingError):
     """The cluster cannot be reached, or the kubeconfig does not say how."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectionSettings:
-    """The global flags every command shares, as kubectl names them."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
-    namespace: str | None = None
-    #: seconds; 0 means no timeout, as for kubectl's --request-timeout
-    request_timeout: float = 0.0
-
-
-def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str]) -> list[Path]:
-    """The kubeconfig files kubectl would read, in precedence order."""
-    if explicit:
-        return [Path(explicit).expanduser()]
-    listed = environ.get("KUBECONFIG", "")
-    if listed:
-        return [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
-    return [Path("~/.kube/config").expanduser()]
 
 
 class _TimeoutApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
