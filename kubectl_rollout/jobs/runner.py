@@ -183,12 +183,11 @@ def _rollout(
     lease_holder: str | None,
     paused: threading.Event | None,
 ) -> JobResult:
-    # A rollout's Lease is the driver's own (identity per process) and a rollout is paused on the workload
-    # (`pause NAME`), not as a job: neither argument reaches it yet.
-    del lease_holder, paused
+    # A rollout is paused on the workload (`pause NAME`), not as a job.
+    del paused
     action = spec.rollout
     assert action is not None
-    finished = run_rollout_action(cluster, action, emit, cancel)
+    finished = run_rollout_action(cluster, action, emit, cancel, lease_holder=lease_holder)
     summary = f"workload/{finished.workload}: {finished.message}"
     return _ended(ok=finished.succeeded, cancel=cancel, summary=summary)
 

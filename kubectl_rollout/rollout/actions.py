@@ -29,9 +29,12 @@ __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
 
 
 def run_rollout_action(
-    cluster: Cluster, action: RolloutAction, emit: Emit, cancel: threading.Event
+    cluster: Cluster, action: RolloutAction, emit: Emit, cancel: threading.Event, *, lease_holder: str | None = None
 ) -> ev.RolloutFinished:
-    """Run one rollout job to its end; its last event (RolloutFinished) is also its result."""
+    """Run one rollout job to its end; its last event (RolloutFinished) is also its result.
+
+    ``lease_holder``: the identity the workload's Lease is held under (see ``RolloutDriver``).
+    """
     namespace = action.namespace or cluster.namespace
     name = action.workload
     try:
@@ -44,7 +47,7 @@ def run_rollout_action(
                 message="interrupted before anything was changed",
             )
         else:
-            finished = _run(cluster, action, namespace, emit, cancel)
+            finished = _run(cluster, action, namespace, emit, cancel, lease_holder)
     except Exception as err:
         emit(
             ev.RolloutFinished(
@@ -57,13 +60,22 @@ def run_rollout_action(
 
 
 def _run(
-    cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit, cancel: threading.Event
+    cluster: Cluster,
+    action: RolloutAction,
+    namespace: str,
+    emit: Emit,
+    cancel: threading.Event,
+    lease_holder: str | None,
 ) -> ev.RolloutFinished:
     name = action.name
     kind = action.kind
     if kind is ActionKind.WATCH:
         read(cluster, namespace, name)  # not found: say so now, not after following nothing
-        return _finished(name, namespace, follow_or_drive(cluster, namespace, name, action.drive, emit, cancel))
+        return _finished(
+            name,
+            namespace,
+            follow_or_drive(cluster, namespace, name, action.drive, emit, cancel, lease_holder=lease_holder),
+        )
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")
@@ -88,7 +100,7 @@ def _run(
             message=f"generation {record.generation} recorded; not driven",
             paused=record.spec.paused,
         )
-    result = drive(cluster, record.namespace, record.name, action.drive, emit, cancel)
+    result = drive(cluster, record.namespace, record.name, action.drive, emit, cancel, lease_holder=lease_holder)
     return _finished(record.name, record.namespace, result)
 
 

@@ -103,8 +103,14 @@ class RolloutDriver:
         auto_rollback: bool = False,
         fail_after_restarts: int = 3,
         following: str | None = None,
+        lease_holder: str | None = None,
     ) -> None:
-        """``following``: the holder of the lease this driver's job followed until now (it emits TookOver)."""
+        """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
+
+        ``lease_holder``: the identity to hold the workload's Lease under (default: one of this process's own);
+        an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held before a crash
+        at once instead of waiting for it to lapse.
+        """
         self.cluster = cluster
         self.namespace = namespace
         self.name = name
@@ -115,6 +121,7 @@ class RolloutDriver:
         self.auto_rollback = auto_rollback
         self.fail_after_restarts = fail_after_restarts
         self.following = following
+        self.lease_holder = lease_holder
         self._wake = threading.Event()
         self._last_message = ""
         self._rolled_back_to: tuple[int, str] | None = None
@@ -139,6 +146,7 @@ class RolloutDriver:
             self.cluster,
             self.namespace,
             self.name,
+            self.lease_holder,
             lease_name=record_name(self.name),
             subject=f'managed workload "{self.name}" is being driven',
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",

@@ -39,6 +39,7 @@ def drive(
     cancel: threading.Event,
     *,
     following: str | None = None,
+    lease_holder: str | None = None,
 ) -> RolloutResult:
     """Drive the rollout to its end; LeaseHeld when another driver holds the workload."""
     driver = RolloutDriver(
@@ -52,6 +53,7 @@ def drive(
         auto_rollback=options.auto_rollback,
         fail_after_restarts=options.fail_after_restarts,
         following=following,
+        lease_holder=lease_holder,
     )
     return driver.run()
 
@@ -137,7 +139,14 @@ class _Follower:
 
 
 def follow_or_drive(
-    cluster: Cluster, namespace: str, name: str, options: DriveOptions, emit: Emit, cancel: threading.Event
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    options: DriveOptions,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    lease_holder: str | None = None,
 ) -> RolloutResult:
     """Drive the rollout; while another driver holds the lease, follow the record's status instead."""
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
@@ -147,7 +156,7 @@ def follow_or_drive(
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             remaining = dataclasses.replace(options, timeout=left)
-            return drive(cluster, namespace, name, remaining, emit, cancel, following=holder)
+            return drive(cluster, namespace, name, remaining, emit, cancel, following=holder, lease_holder=lease_holder)
         except LeaseHeld as held:
             holder = held.holder
             emit(

@@ -125,3 +125,51 @@ def test_an_error_ends_the_job_with_its_reason(namespace: str, kubeconfig: Path)
     assert isinstance(finished, ev.RolloutFinished)
     assert finished.outcome is ev.RolloutOutcome.ERROR
     assert 'managed workload "ghost" not found' in finished.message
+
+
+def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_once(
+    namespace: str, kubeconfig: Path
+) -> None:
+    """An agent killed mid-rollout leaves its Lease behind; restarted, it holds Leases under the same identity
+    and so drives on at once, where any other driver follows until the Lease lapses."""
+    from kubectl_rollout.kube.workload_lease import WorkloadLease
+    from kubectl_rollout.rollout.record import record_name
+
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        recorded = run_rollout_action(
+            cluster,
+            RolloutAction(kind=ActionKind.APPLY, manifest=workload(2), drive=DriveOptions(wait=False)),
+            Recorder(),
+            threading.Event(),
+        )
+        assert recorded.succeeded
+        # The "killed" agent's driver: it took the Lease and never released it.
+        dead = WorkloadLease(
+            cluster, namespace, "web", "agent-of-this-user", lease_name=record_name("web"), subject="s", advice="a"
+        )
+        dead.acquire()
+
+        stranger = Recorder()
+        cancel = threading.Event()
+        follower = threading.Thread(
+            target=run_rollout_action,
+            args=(cluster, RolloutAction(kind=ActionKind.WATCH, name="web"), stranger, cancel),
+        )
+        follower.start()
+        stranger.wait_for(ev.FollowingDriver, timeout=30)
+        cancel.set()
+        follower.join(30)
+
+        resumed = Recorder()
+        finished = run_rollout_action(
+            cluster,
+            RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions(timeout=60)),
+            resumed,
+            threading.Event(),
+            lease_holder="agent-of-this-user",
+        )
+    finally:
+        cluster.close()
+    assert finished.succeeded, finished.message
+    assert not [e for e in resumed.events if isinstance(e, ev.FollowingDriver)], resumed.events
