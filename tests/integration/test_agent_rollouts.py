@@ -1,0 +1,305 @@
+"""Rollouts the agent drives, through a SIGKILL of the agent (issue 10, "Resume"), against the real control plane.
+
+Each crash test kills the agent at one point of a rollout, found by watching the cluster (or the job's events),
+never by sleeping: mid-scale-up, mid-scale-down, during a Recreate's wait for the old pods to go, during a PDB
+hold of the scale-down. A PodCensus watches the pods throughout. The next client starts a new agent, which
+resumes the job from its journal: the change is not made twice (one new ReplicaSet), the rollout ends as it
+would have, and the job goes on within 3 s of the agent's restart because the agent takes its Lease back.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import signal
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+import watching
+from integration.test_agent import _wait_gone, agent_dir, agents_of
+from invariants import PodCensus
+
+from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.agent.server import lease_holder_for
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
+from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
+from kubectl_rollout.kube.cluster_access import Cluster
+
+__all__ = ["agent_dir"]  # the fixture, shared with test_agent.py
+
+V2 = "registry.example/app:v2"
+
+
+def _workload(replicas: int, strategy: dict[str, Any], ready_after: str, **annotations: str) -> dict[str, Any]:
+    document = manifests.deployment(
+        "web", replicas=replicas, strategy=strategy, annotations={manifests.READY_AFTER: ready_after, **annotations}
+    )
+    document["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 4
+    return document
+
+
+def _rolling(surge: int, unavailable: int) -> dict[str, Any]:
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}
+
+
+def _with_image(document: dict[str, Any], image: str) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    return changed
+
+
+def _apply_spec(kubeconfig: Path, namespace: str, document: dict[str, Any]) -> JobSpec:
+    return JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        rollout=RolloutAction(kind=ActionKind.APPLY, manifest=document),
+    )
+
+
+def _follow(
+    paths: AgentPaths, job_id: str, *, from_seq: int = 1, until: Callable[[Any], bool] | None = None
+) -> list[Envelope]:
+    """The job's events from ``from_seq`` until it finishes, or until one for which ``until`` says True."""
+    seen = []
+    with connect(paths, environ=_environ(paths), name="test") as agent:
+        for envelope in agent.attach(job_id, from_seq=from_seq):
+            seen.append(envelope)
+            if until is not None and until(envelope.event):
+                break
+    return seen
+
+
+def _environ(paths: AgentPaths) -> dict[str, str]:
+    """The environment of an agent that ``connect`` starts for ``paths``."""
+    return {**os.environ, ENV_DIR: str(paths.state_dir.parent)}
+
+
+def _run_to_end(paths: AgentPaths, spec: JobSpec) -> None:
+    with connect(paths, environ=_environ(paths), name="test") as agent:
+        job = agent.submit(spec)
+    finished = _follow(paths, job.id)[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+
+
+def _replica_sets(cluster: Cluster, namespace: str) -> list[tuple[int, int, str]]:
+    found = []
+    for rs in cluster.apps.list_namespaced_replica_set(namespace, label_selector="app=web").items:
+        revision = int((rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision", "0"))
+        found.append((revision, rs.spec.replicas, rs.spec.template.spec.containers[0].image))
+    return sorted(found)
+
+
+def _integrity(paths: AgentPaths, job_id: str) -> str:
+    with sqlite3.connect(paths.journal) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        (state,) = db.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return str(state)
+
+
+def _is_v2(rs: Any) -> bool:
+    return bool(rs.spec.template.spec.containers[0].image == V2)
+
+
+# --- the points to kill at: each waits, watching, until the rollout is there ---------------------------------
+
+
+def _mid_scale_up(cluster: Cluster, namespace: str, paths: AgentPaths, job_id: str) -> None:
+    # maxSurge 1, maxUnavailable 0, 6 replicas, Ready after 2 s: the new ReplicaSet grows one pod at a time.
+    watching.until(
+        cluster.apps.list_namespaced_replica_set,
+        lambda rs: _is_v2(rs) and 2 <= rs.spec.replicas < 6,
+        namespace=namespace,
+        timeout=60,
+        what="the new ReplicaSet growing",
+    )
+
+
+def _mid_scale_down(cluster: Cluster, namespace: str, paths: AgentPaths, job_id: str) -> None:
+    # maxSurge 0, maxUnavailable 1, 5 replicas: the old ReplicaSet shrinks first, one pod at a time.
+    watching.until(
+        cluster.apps.list_namespaced_replica_set,
+        lambda rs: not _is_v2(rs) and 1 <= rs.spec.replicas <= 3,
+        namespace=namespace,
+        timeout=60,
+        what="the old ReplicaSet shrinking",
+    )
+
+
+def _recreate_wait(cluster: Cluster, namespace: str, paths: AgentPaths, job_id: str) -> None:
+    # Old pods ignore SIGTERM and linger for their 4 s grace period: the Recreate waits for them to go.
+    watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda pod: pod.metadata.deletion_timestamp is not None,
+        namespace=namespace,
+        timeout=60,
+        what="an old pod on its way out",
+    )
+    assert not any(_is_v2(rs) for rs in cluster.apps.list_namespaced_replica_set(namespace).items)
+
+
+def _pdb_hold(cluster: Cluster, namespace: str, paths: AgentPaths, job_id: str) -> None:
+    # The PDB wants all 4 Ready: the old ReplicaSet waits until the surge pod is Ready (3 s).
+    _follow(paths, job_id, until=lambda event: isinstance(event, ev.ScaleDownHeldByPdb))
+    old = [rs for rs in cluster.apps.list_namespaced_replica_set(namespace).items if not _is_v2(rs)]
+    assert [rs.spec.replicas for rs in old] == [4]
+
+
+CASES = {
+    "mid-scale-up": dict(replicas=6, strategy=_rolling(1, 0), ready_after="2s", most=7, fewest=6, at=_mid_scale_up),
+    "mid-scale-down": dict(replicas=5, strategy=_rolling(0, 1), ready_after="2s", most=5, fewest=4, at=_mid_scale_down),
+    "recreate-wait": dict(
+        replicas=4,
+        strategy={"type": "Recreate"},
+        ready_after="1s",
+        annotations={manifests.ON_SIGTERM: "ignore"},
+        most=4,
+        fewest=0,
+        at=_recreate_wait,
+    ),
+    "pdb-hold": dict(replicas=4, strategy=_rolling(1, 1), ready_after="3s", pdb=4, most=5, fewest=4, at=_pdb_hold),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_rollout_resumes_after_sigkill_of_the_agent_with_one_new_replica_set(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, case: str
+) -> None:
+    c = CASES[case]
+    replicas = c["replicas"]
+    document = _workload(replicas, c["strategy"], c["ready_after"], **c.get("annotations", {}))
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    if "pdb" in c:
+        cluster.policy.create_namespaced_pod_disruption_budget(
+            namespace, manifests.pdb("web", app="web", min_available=c["pdb"])
+        )
+        watching.until(
+            cluster.policy.list_namespaced_pod_disruption_budget,
+            lambda p: p.status is not None and p.status.expected_pods == replicas,
+            namespace=namespace,
+            timeout=30,
+            what="the PDB processed",
+        )
+    census = PodCensus(cluster, namespace, "web").start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        c["at"](cluster, namespace, agent_dir, job.id)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        assert _integrity(agent_dir, job.id) == "running"
+        with connect(agent_dir, name="test") as agent:
+            assert agent.agent["pid"] != pid
+            restarted_at = agent.agent["started_at"]
+        seen = _follow(agent_dir, job.id)
+    finally:
+        census.stop()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.succeeded, rollout_end.outcome) == (True, ev.RolloutOutcome.COMPLETE), rollout_end
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
+    starts = [i for i, e in enumerate(seen) if isinstance(e.event, JobStarted)]
+    assert [e.event.resumed for e in seen if isinstance(e.event, JobStarted)] == [False, True]
+    # The change was made once: one SpecChanged, one new ReplicaSet.
+    assert len([e for e in seen if isinstance(e.event, ev.SpecChanged)]) == 1
+    created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
+    assert created == [2], created
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, replicas, V2)]
+    # The rollout's bounds held throughout, across the crash.
+    assert census.most <= c["most"], census.most
+    assert census.fewest_ready is not None
+    assert census.fewest_ready >= c["fewest"], census.fewest_ready
+    if c["strategy"]["type"] == "Recreate":
+        assert not census.templates_together
+    assert _integrity(agent_dir, job.id) == "succeeded"
+    # The resumed job took its Lease back at once: it never followed its own dead driver.
+    resumed = seen[starts[1] :]
+    assert not any(isinstance(e.event, ev.FollowingDriver) for e in resumed)
+    went_on = resumed[1]
+    print(f"\n{case}: resumed job's first step ({went_on.type}) {went_on.at - restarted_at:.2f} s after the restart")
+    assert went_on.at - restarted_at < 3.0
+
+
+# --- two agents, one rollout ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def other_agent() -> Iterator[AgentPaths]:
+    """A second agent directory (its own state directory, so its own Lease identity), not in this environment."""
+    directory = Path(tempfile.mkdtemp(prefix="rpb-", dir="/tmp"))
+    yield agent_paths({ENV_DIR: str(directory)})
+    for pid in agents_of(directory):
+        os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, 10)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_two_agents_one_drives_the_other_follows_and_takes_over_when_the_first_is_killed(
+    agent_dir: AgentPaths, other_agent: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    first, second = agent_dir, other_agent
+    assert lease_holder_for(first) != lease_holder_for(second)
+    document = _workload(6, _rolling(1, 0), "3s")
+    _run_to_end(first, _apply_spec(kubeconfig, namespace, document))
+    census = PodCensus(cluster, namespace, "web").start()
+    try:
+        with connect(first, name="test") as agent:
+            pid = agent.agent["pid"]
+            driving = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        watching.until(
+            cluster.coordination.list_namespaced_lease,
+            lambda lease: (
+                lease.metadata.name == "rollout-plus.web" and lease.spec.holder_identity == lease_holder_for(first)
+            ),
+            namespace=namespace,
+            timeout=30,
+            what="the first agent's Lease",
+        )
+        # The same rollout given to the second agent: `status -w` of the workload.
+        watch = JobSpec(
+            kind=JobKind.ROLLOUT,
+            connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+            rollout=RolloutAction(kind=ActionKind.WATCH, name="web"),
+        )
+        with connect(second, environ=_environ(second), name="test") as agent:
+            assert agent.agent["pid"] != pid
+            following = agent.submit(watch)
+        before = _follow(second, following.id, until=lambda event: isinstance(event, ev.FollowingDriver))
+        told = before[-1].event
+        assert isinstance(told, ev.FollowingDriver)
+        assert told.holder == lease_holder_for(first)
+        assert all(
+            rs.spec.replicas < 6 for rs in cluster.apps.list_namespaced_replica_set(namespace).items if _is_v2(rs)
+        )
+        os.kill(pid, signal.SIGKILL)
+        killed_at = time.time()
+        assert _wait_gone(pid, 10)
+        seen = _follow(second, following.id)
+    finally:
+        census.stop()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    took = next(e for e in seen if isinstance(e.event, ev.TookOver))
+    assert isinstance(took.event, ev.TookOver)
+    assert took.event.previous_holder == lease_holder_for(first)
+    print(f"\nthe second agent took over {took.at - killed_at:.2f} s after the first was killed (Lease 15 s)")
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 6, V2)]
+    assert census.most <= 7
+    assert census.fewest_ready == 6
+    assert _integrity(first, driving.id) == "running"  # the first agent never ran again
+    assert _integrity(second, following.id) == "succeeded"
