@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TextIO
 
-from kubectl_rollout.cli.text_output import Formatter, Line, TextPrinter, dry_run_suffix
+from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter, dry_run_suffix
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.eviction import (
@@ -167,6 +167,7 @@ def _planned(event: ev.DrainPlanned, _view: DrainView) -> Iterator[Line]:
 
 #: the lines of the eviction events that drain and restart share
 EVICTION_FORMATTERS: dict[type[Event], Formatter] = {
+    **API_FORMATTERS,
     EvictionStarted: _eviction_started,
     EvictionBlocked: _blocked,
     PodEvicted: _evicted,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TextIO
 
-from kubectl_rollout.cli.text_output import Formatter, Line, TextPrinter
+from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.views.rollout import RolloutView, fold
@@ -96,6 +96,7 @@ def _finished(event: ev.RolloutFinished, view: RolloutView) -> Iterator[Line]:
 
 
 ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
+    **API_FORMATTERS,
     ev.RolloutProgressed: _progressed,
     ev.ScaleDownHeldByPdb: _held_by_pdb,
     ev.RollingBack: _rolling_back,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TextIO
 
+from kubectl_rollout.jobs.events.api import ApiReachable, ApiUnreachable
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views.pods import PodState
 
@@ -111,3 +112,19 @@ class TextPrinter:
             self.out.write("\r\033[K")
             self.out.flush()
             self._footer_shown = False
+
+
+def _api_unreachable(event: ApiUnreachable, _view: Any) -> Iterable[Line]:
+    since = time.strftime("%H:%M:%S", time.localtime(event.since))
+    yield "err", f"API server {event.server} unreachable since {since} ({event.error}); retrying until it answers"
+
+
+def _api_reachable(event: ApiReachable, _view: Any) -> Iterable[Line]:
+    yield "err", f"API server {event.server} answers again after {event.down_seconds:.1f}s unreachable; going on"
+
+
+#: the lines every job prints when its API server goes away and comes back
+API_FORMATTERS: dict[type[Event], Formatter] = {
+    ApiUnreachable: _api_unreachable,
+    ApiReachable: _api_reachable,
+}

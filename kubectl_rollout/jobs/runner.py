@@ -14,6 +14,7 @@ after its last complete step).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Protocol
@@ -22,12 +23,20 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
 from kubectl_rollout.eviction.pod_evictor import EvictionSettings
+from kubectl_rollout.jobs.events.api import ApiReachable, ApiUnreachable
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import Connection, JobKind, JobResult, JobSpec
-from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect, describe_api_error
+from kubectl_rollout.kube.api_outage import ApiOutage, OutageReport, is_connection_error
+from kubectl_rollout.kube.cluster_access import (
+    Cluster,
+    ConnectionSettings,
+    connect,
+    describe_api_error,
+    describe_transport_failure,
+)
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.restart.engine import EvictionRestart, parse_target, restart_permissions
@@ -35,6 +44,8 @@ from kubectl_rollout.rollout.actions import run_rollout_action
 
 #: exit codes of the CLI contract
 EXIT_OK, EXIT_FAILED = 0, 1
+
+log = logging.getLogger(__name__)
 
 
 class JobBody(Protocol):
@@ -86,20 +97,54 @@ def run_job(
             resumed=resumed,
         )
     )
+    own = cluster is None
     try:
-        own = cluster is None
         cluster = cluster if cluster is not None else connect_to(spec.connection)
+        cluster.ride_out_outages(outage_of(spec, cluster, emit, cancel))
         try:
             result = _BODIES[spec.kind](spec, cluster, emit, cancel, lease_holder=lease_holder, paused=paused)
         finally:
+            cluster.ride_out_outages(None)
             if own:
                 cluster.close()
     except UserFacingError as err:
         result = JobResult(state=JobState.FAILED, exit_code=err.exit_code, error=err.message)
     except ApiException as err:
         result = JobResult(state=JobState.FAILED, exit_code=EXIT_FAILED, error=describe_api_error(err))
+    except Exception as err:
+        # No traceback ever reaches the user: a connection that failed is worded as
+        # such (cancelled mid-outage, say), anything else in one line, the trace in the log.
+        if cluster is not None and is_connection_error(err):
+            message = describe_transport_failure(err, cluster).message
+        else:
+            log.debug("job %s failed", spec.target, exc_info=True)
+            message = f"unexpected error: {type(err).__name__}: {err}".strip()
+        result = JobResult(state=JobState.FAILED, exit_code=EXIT_FAILED, error=message)
     emit(JobFinished(state=result.state, exit_code=result.exit_code, summary=result.summary, error=result.error))
     return result
+
+
+def outage_of(spec: JobSpec, cluster: Cluster, emit: Emit, cancel: threading.Event) -> ApiOutage:
+    """How the job rides out its API server going away: events for the user, and its own --timeout as the limit."""
+
+    def down(report: OutageReport) -> None:
+        emit(ApiUnreachable(server=report.server, since=report.since, error=report.error))
+
+    def up(report: OutageReport, seconds: float) -> None:
+        emit(ApiReachable(server=report.server, down_seconds=round(seconds, 3)))
+
+    return ApiOutage(cluster.server, on_down=down, on_up=up, give_up_after=_timeout_of(spec), cancel=cancel)
+
+
+def _timeout_of(spec: JobSpec) -> float | None:
+    """The job's own --timeout (None: it waits for as long as it takes, and so does its outage)."""
+    if spec.drain is not None:
+        return spec.drain.options.timeout or None
+    if spec.restart is not None:
+        return spec.restart.timeout or None
+    if spec.rollout is not None:
+        return spec.rollout.drive.timeout or None
+    return None
 
 
 def _ended(cancel: threading.Event, summary: str, *, ok: bool) -> JobResult:

@@ -25,6 +25,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigMerger
 
 from kubectl_rollout import __version__
+from kubectl_rollout.kube.api_outage import ApiOutage
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.connection_settings import ConnectionSettings as ConnectionSettings
 from kubectl_rollout.kube.connection_settings import kubeconfig_paths as kubeconfig_paths
@@ -43,17 +44,24 @@ class _TimeoutApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
 
     Watches are left alone: their streams stay open on purpose, and the server
     side ``timeoutSeconds`` of each watch bounds them.
+
+    While a job runs, ``outage`` is its ``ApiOutage``: every request of every
+    thread then rides out a server that stops answering (``api_outage``).
     """
 
     def __init__(self, configuration: client.Configuration, request_timeout: float) -> None:
         super().__init__(configuration)
         self._default_timeout = request_timeout or None
+        self.outage: ApiOutage | None = None
 
     def request(self, method: str, url: str, query_params: Any = None, *args: Any, **kwargs: Any) -> Any:
         watching = any(key == "watch" and value for key, value in query_params or [])
         if kwargs.get("_request_timeout") is None and self._default_timeout and not watching:
             kwargs["_request_timeout"] = self._default_timeout
-        return super().request(method, url, query_params, *args, **kwargs)
+        outage = self.outage
+        if outage is None:
+            return super().request(method, url, query_params, *args, **kwargs)
+        return outage.call(lambda: super(_TimeoutApiClient, self).request(method, url, query_params, *args, **kwargs))
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,11 @@ class Cluster:
         except (urllib3.exceptions.HTTPError, ApiException, OSError) as err:
             raise describe_transport_failure(err, self) from err
         return str(info.git_version)
+
+    def ride_out_outages(self, outage: ApiOutage | None) -> None:
+        """From now on every request retries connection errors as ``outage`` says (None: fail at once)."""
+        if isinstance(self.api_client, _TimeoutApiClient):
+            self.api_client.outage = outage
 
     def close(self) -> None:
         self.api_client.close()
