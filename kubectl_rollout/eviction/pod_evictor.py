@@ -97,6 +97,8 @@ class _Attempts:
     last_refusal: EvictionRefusal | None = None
     #: a place in the PDB's line won while sleeping, used by the next attempt
     admission: Admission | None = None
+    #: 5xx answers in a row (an API server going down or coming up)
+    server_errors: int = 0
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -340,6 +342,12 @@ class PodEvictor:
         refusal = err.refusal
         if refusal.reason is Refusal.NAMESPACE_TERMINATING and state.current.metadata.deletion_timestamp:
             return False  # already terminating: just wait for it to go, as kubectl does
+        if refusal.reason is Refusal.SERVER_UNAVAILABLE:
+            # A server shutting down answers 500 "connection refused" for a while; one that keeps
+            # answering 5xx has another problem, and the pod fails with its message.
+            state.server_errors += 1
+            return state.server_errors <= self.options.retry.max_server_errors
+        state.server_errors = 0
         return refusal.retryable
 
     def _backoff(self, retry: tenacity.RetryCallState) -> float:

@@ -49,6 +49,9 @@ class Refusal(enum.Enum):
     MULTIPLE_PDBS = "multiple-pdbs"
     POD_GONE = "pod-gone"
     NAMESPACE_TERMINATING = "namespace-terminating"
+    #: 500, 502, 503 or 504: an API server shutting down or starting (it answers
+    #: "connection refused" from its own loopback client), or a proxy before it
+    SERVER_UNAVAILABLE = "server-unavailable"
     FORBIDDEN = "forbidden"
     OTHER = "other"
 
@@ -74,6 +77,7 @@ class EvictionRefusal:
             Refusal.PDB_STATUS_STALE,
             Refusal.THROTTLED,
             Refusal.NAMESPACE_TERMINATING,
+            Refusal.SERVER_UNAVAILABLE,
         )
 
 
@@ -110,6 +114,10 @@ def classify_refusal(status: int, body: str | bytes | None, headers: Mapping[str
         return EvictionRefusal(reason=Refusal.THROTTLED, status=status, message=message, retry_after=retry_after)
     if status == 500 and _SEVERAL_PDBS in message:
         return EvictionRefusal(reason=Refusal.MULTIPLE_PDBS, status=status, message=message)
+    if status in (500, 502, 503, 504):
+        return EvictionRefusal(
+            reason=Refusal.SERVER_UNAVAILABLE, status=status, message=message, retry_after=retry_after
+        )
     if status == 404 or (status == 409 and "UID" in message):
         return EvictionRefusal(reason=Refusal.POD_GONE, status=status, message=message)
     if status == 403 and any(c.get("reason") == NAMESPACE_TERMINATING_CAUSE for c in causes):

@@ -10,6 +10,9 @@ plain tables:
 * Retry-After present (stale PDB status, API throttling): wait what the server
   asks, never less; jitter only adds, so a herd of clients spreads out;
 * a terminating namespace: back off like kubectl's fixed retries, but growing;
+* a 5xx answer (an API server shutting down or starting): back off, capped
+  low (``max_server_backoff``) so that the drain goes on soon after the server
+  is back;
 * anything else is not retried.
 """
 
@@ -30,6 +33,10 @@ class RetryPolicy:
     jitter: float = 0.2
     #: a 429 without Retry-After that is not a PDB: assume the API server's own default
     default_throttle_wait: float = 1.0
+    #: the cap of the backoff after a 5xx answer
+    max_server_backoff: float = 4.0
+    #: 5xx answers in a row for one pod before it fails (about two minutes at the cap)
+    max_server_errors: int = 30
 
     def backoff(self, attempt: int) -> float:
         """Attempt 1 is the first retry."""
@@ -43,4 +50,6 @@ class RetryPolicy:
             return floor * spread
         if refusal.reason in (Refusal.PDB_BLOCKED, Refusal.NAMESPACE_TERMINATING):
             return self.backoff(attempt) * spread
+        if refusal.reason is Refusal.SERVER_UNAVAILABLE:
+            return min(self.max_server_backoff, self.backoff(attempt)) * spread
         raise ValueError(f"{refusal.reason.value} is not retried")

@@ -165,7 +165,24 @@ CASES = [
         id="negative-disruptions-allowed",
     ),
     pytest.param(
-        503, "upstream connect error", {}, dict(reason=Refusal.OTHER, message="upstream connect error"), id="not-json"
+        503,
+        "upstream connect error",
+        {},
+        dict(reason=Refusal.SERVER_UNAVAILABLE, message="upstream connect error"),
+        id="not-json",
+    ),
+    pytest.param(
+        # What a kube-apiserver answers while it shuts down: its loopback client is already refused.
+        500,
+        status_body(
+            500,
+            'Get "https://127.0.0.1:42113/apis/policy/v1/namespaces/shop/poddisruptionbudgets/web": '
+            "dial tcp 127.0.0.1:42113: connect: connection refused",
+            reason="InternalError",
+        ),
+        {},
+        dict(reason=Refusal.SERVER_UNAVAILABLE),
+        id="server-shutting-down",
     ),
 ]
 
@@ -184,6 +201,7 @@ def test_classifies_each_answer(status: int, body: str, headers: dict[str, str],
         (Refusal.PDB_STATUS_STALE, True),
         (Refusal.THROTTLED, True),
         (Refusal.NAMESPACE_TERMINATING, True),
+        (Refusal.SERVER_UNAVAILABLE, True),
         (Refusal.MULTIPLE_PDBS, False),
         (Refusal.POD_GONE, False),
         (Refusal.FORBIDDEN, False),

@@ -33,6 +33,10 @@ def refusal(reason: Refusal, retry_after: float | None = None) -> EvictionRefusa
         # A PDB refusal that does carry Retry-After honours it.
         (Refusal.PDB_BLOCKED, 5.0, 1, 5.0, 6.0),
         (Refusal.NAMESPACE_TERMINATING, None, 2, 2.0, 2.4),
+        # A server shutting down or starting (5xx): the same backoff, capped low.
+        (Refusal.SERVER_UNAVAILABLE, None, 1, 1.0, 1.2),
+        (Refusal.SERVER_UNAVAILABLE, None, 3, 4.0, 4.8),
+        (Refusal.SERVER_UNAVAILABLE, None, 20, 4.0, 4.8),
     ],
 )
 def test_delay(reason: Refusal, retry_after: float | None, attempt: int, low: float, high: float) -> None:

@@ -29,6 +29,7 @@ class BlockReason(enum.StrEnum):
     PDB_STATUS_STALE = "pdb-status-stale"
     THROTTLED = "throttled"
     NAMESPACE_TERMINATING = "namespace-terminating"
+    SERVER_UNAVAILABLE = "server-unavailable"
 
 
 @dataclass(frozen=True, kw_only=True)
