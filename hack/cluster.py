@@ -7,6 +7,7 @@ playing the kubelet for a few fake nodes. Only the binaries built by
 hack/build-binaries.sh are used.
 
     hack/cluster.py up   [--dir DIR] [--nodes N] [--apiserver-arg=--flag=value ...]
+    hack/cluster.py restart-apiserver [--dir DIR] [--down-seconds N]   (stops and restarts only its kube-apiserver)
     hack/cluster.py down [--dir DIR]
     hack/cluster.py status [--dir DIR]
 
@@ -612,6 +613,43 @@ def down(workdir: Path) -> None:
     log(f"stopped the cluster in {workdir}")
 
 
+def restart_apiserver(workdir: Path, down_seconds: float) -> str:
+    """Stop this cluster's kube-apiserver (its recorded pid only), keep it down, start it with the same argv.
+
+    For the outage tests: the port, certificates and etcd stay, so clients reconnect to the same URL.
+    Returns one line: when it stopped answering, when it was started again, when it was ready (epoch seconds).
+    """
+    workdir = workdir.resolve()
+    state_file = workdir / "state.json"
+    state = State.load(state_file)
+    proc = next((p for p in state.processes if p.name == "kube-apiserver"), None) if state else None
+    if state is None or proc is None or not is_running(proc):
+        raise ClusterError(f"no running kube-apiserver recorded in {workdir}; run `hack/cluster.py up --dir {workdir}`")
+    argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    stopped = time.time()
+    stop([proc])
+    reap_children()
+    time.sleep(max(0.0, stopped + down_seconds - time.time()))
+    started = time.time()
+    fresh = spawn("kube-apiserver", [a.decode() for a in argv], workdir)
+    state.processes = [fresh if p is proc else p for p in state.processes]
+    state.save(state_file)
+    wait_until(
+        "kube-apiserver",
+        lambda: http_ok(
+            f"https://127.0.0.1:{state.ports['apiserver']}/readyz",
+            token=state.tokens["admin"],
+            ca=workdir / "pki" / "ca.crt",
+        ),
+        90,
+        [fresh],
+        workdir,
+    )
+    ready = time.time()
+    log(f"kube-apiserver down {started - stopped:.1f}s, ready {ready - started:.1f}s after its start (pid {fresh.pid})")
+    return json.dumps({"stopped": stopped, "started": started, "ready": ready, "pid": fresh.pid})
+
+
 def status(workdir: Path) -> int:
     workdir = workdir.resolve()
     state = State.load(workdir / "state.json")
@@ -646,8 +684,15 @@ def main(argv: list[str] | None = None) -> int:
         help="extra kube-controller-manager flag, e.g. --controllers=*,-disruption; repeatable",
     )
     up_cmd.add_argument("--audit", action="store_true", help="write an audit log (logs/audit.log)")
+    restart_cmd = sub.add_parser(
+        "restart-apiserver", help="stop this cluster's kube-apiserver, keep it down, start it again (outage tests)"
+    )
+    restart_cmd.add_argument(
+        "--down-seconds", type=float, default=10.0, help="from the stop signal to the new start (default 10)"
+    )
     for cmd in (
         up_cmd,
+        restart_cmd,
         sub.add_parser("down", help="stop the processes `up` started"),
         sub.add_parser("status", help="show the processes and whether the API server is ready"),
     ):
@@ -663,6 +708,8 @@ def main(argv: list[str] | None = None) -> int:
             print(up(args.dir, args.nodes, args.apiserver_arg, args.audit, args.controller_manager_arg))
         elif args.command == "down":
             down(args.dir)
+        elif args.command == "restart-apiserver":
+            print(restart_apiserver(args.dir, args.down_seconds))
         else:
             return status(args.dir)
     except ClusterError as err:
