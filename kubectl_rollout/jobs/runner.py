@@ -14,6 +14,7 @@ after its last complete step).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -100,9 +101,14 @@ def run_job(
     own = cluster is None
     try:
         cluster = cluster if cluster is not None else connect_to(spec.connection)
-        cluster.ride_out_outages(outage_of(spec, cluster, emit, cancel))
+        outage = outage_of(spec, cluster, emit, cancel)
+        cluster.ride_out_outages(outage)
         try:
             result = _BODIES[spec.kind](spec, cluster, emit, cancel, lease_holder=lease_holder, paused=paused)
+            down = outage.still_down()
+            if down is not None and result.state is JobState.FAILED:
+                # Its own --timeout ran out while the server was gone: that is what the user must hear.
+                result = dataclasses.replace(result, error=down)
         finally:
             cluster.ride_out_outages(None)
             if own:

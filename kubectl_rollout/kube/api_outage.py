@@ -174,12 +174,18 @@ class ApiOutage:
             return result
 
     def gave_up(self, err: BaseException) -> ApiUnreachableError:
-        down = self.unreachable_for()
-        limit = f"the --timeout of {_seconds(self.give_up_after or 0.0)}"
-        return ApiUnreachableError(
-            f"the API server at {self.server} has been unreachable for {_seconds(down)} "
-            f"({short_reason(err)}); gave up at {limit}. Nothing was undone: run the command again "
-            "once the server answers"
+        return ApiUnreachableError(self._gave_up_message(short_reason(err)))
+
+    def still_down(self) -> str | None:
+        """The one line a job that ended while its server was unreachable fails with (None: it answers)."""
+        report = self._down
+        return None if report is None else self._gave_up_message(report.error)
+
+    def _gave_up_message(self, reason: str) -> str:
+        limit = f"the --timeout of {_seconds(self.give_up_after)}" if self.give_up_after else "the job's end"
+        return (
+            f"the API server at {self.server} has been unreachable for {_seconds(self.unreachable_for())} "
+            f"({reason}); gave up at {limit}. Nothing was undone: run the command again once the server answers"
         )
 
 

@@ -21,6 +21,7 @@ import urllib3
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.kube.api_outage import ApiUnreachableError
 from kubectl_rollout.kube.api_retry import call_with_retry
 
 log = logging.getLogger(__name__)
@@ -178,7 +179,9 @@ class WatchedCollection:
                     resource_version = None
                     continue
                 failures += 1
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            except (urllib3.exceptions.HTTPError, OSError, ValueError, ApiUnreachableError) as err:
+                # A dropped connection, or an API server gone for longer than the job waits
+                # (the job fails with that; this thread only keeps trying until it is stopped).
                 self.last_error = err
                 failures += 1
             except Exception as err:

@@ -9,6 +9,7 @@ same way (``LeaseKeeper`` renews it from a thread while the restart waits).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ from kubectl_rollout.kube.errors import UserFacingError
 
 LEASE_SECONDS = 15
 RENEW_EVERY = 5.0
+
+log = logging.getLogger(__name__)
 
 
 class LeaseHeld(UserFacingError):
@@ -188,3 +191,8 @@ class LeaseKeeper:
                 return
             except ApiException:
                 continue  # a failed renewal is retried; the lease outlives a few of them
+            except Exception as err:
+                # The API server unreachable past the job's --timeout, say: the job itself fails with
+                # that line; this thread must not print a traceback of its own. The next renewal retries.
+                log.debug("renewing lease %s failed: %s", self.lease.name, err)
+                continue

@@ -237,20 +237,20 @@ def test_a_restart_by_eviction_rides_out_an_api_server_restart(cluster: Cluster,
 def test_a_timeout_shorter_than_the_outage_fails_with_one_line(cluster: Cluster, kubeconfig: Path) -> None:
     namespace = fresh_namespace(cluster, "outage-timeout")
     deploy(cluster, namespace, "db", 2, annotations={manifests.READY_AFTER: "1s"})
-    # No disruption allowed: the drain waits in line, and its API server goes away meanwhile.
+    # No disruption allowed: the restart waits in line, and its API server goes away meanwhile. The server
+    # answers for up to 10 s after SIGTERM (its graceful shutdown), then refuses until 25 s and a little more.
     pdb(cluster, namespace, "db", max_unavailable=0)
 
-    job = Job("restart", "deployment/db", "-n", namespace, "--timeout", "8s", "-o", "jsonl", kubeconfig=kubeconfig)
+    job = Job("restart", "deployment/db", "-n", namespace, "--timeout", "15s", "-o", "jsonl", kubeconfig=kubeconfig)
     job.wait_for(lambda e: e["type"] == "EvictionBlocked")
-    times = restart_apiserver(12)
+    restart_apiserver(25)
     code, stderr = job.finish()
 
-    assert code == 1
+    assert code == 1, stderr
     assert "Traceback" not in stderr
     finished = job.events[-1]
-    assert finished["type"] == "JobFinished"
+    assert finished["type"] == "JobFinished", job.events[-3:]
     assert finished["state"] == "failed"
-    assert finished["error"].startswith(f"the API server at {job.of_type('ApiUnreachable')[0]['server']} ")
-    assert "unreachable for" in finished["error"]
-    assert "--timeout of 8.0s" in finished["error"]
-    assert times["ready"] > 0
+    server = job.of_type("ApiUnreachable")[0]["server"]
+    assert finished["error"].startswith(f"the API server at {server} has been unreachable for "), finished
+    assert "--timeout of 15s" in finished["error"]

@@ -162,3 +162,16 @@ def test_cancel_stops_the_retries_with_the_connection_error() -> None:
     outage = Recorder().outage(cancel=cancel)
     with pytest.raises(urllib3.exceptions.NewConnectionError):
         outage.call(failing(1000, REFUSED))
+
+
+def test_a_job_that_ends_while_the_server_is_down_hears_why() -> None:
+    recorder = Recorder()
+    outage = recorder.outage(give_up_after=30)
+    assert outage.still_down() is None
+    outage.failed(REFUSED)
+    line = outage.still_down()
+    assert line is not None
+    assert line.startswith("the API server at https://api.example:6443 has been unreachable for ")
+    assert "gave up at the --timeout of 30s" in line
+    outage.answered()
+    assert outage.still_down() is None
