@@ -455,6 +455,7 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
     finally:
         cluster.core.patch_node(spare, {"spec": {"unschedulable": None}})
     _pdb(cluster, namespace, replicas=6, max_unavailable=1)
+    assert not any(cluster.core.read_node(t).spec.unschedulable for t in targets), "a target was cordoned already"
     spec = JobSpec(
         kind=JobKind.DRAIN,
         connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
@@ -490,10 +491,15 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
     starts = [e.event for e in events_all if isinstance(e.event, JobStarted)]
     assert [s.resumed for s in starts] == [False, True]
     cordons = [e.event for e in events_all if isinstance(e.event, NodeCordoned)]
+    journaled_before_kill = {e.event.node for e in before if isinstance(e.event, NodeCordoned)}
     for target in targets:
         changed = [c.changed for c in cordons if c.node == target]
-        assert changed[:1] == [True], f"{target} was never cordoned by the drain: {changed}"
-        assert not any(changed[1:]), f"the resumed drain cordoned {target} again"
+        assert changed, f"{target} was never cordoned by the drain"
+        assert changed.count(True) <= 1, f"{target} was cordoned twice: {changed}"
+        if target in journaled_before_kill:
+            assert changed[0] is True, f"{target}'s first cordon changed nothing: {changed}"
+        # Otherwise the kill may have landed between the cordon request and its journal entry: the first run
+        # cordoned the node (it was schedulable before the job, checked above) and the resumed run finds it so.
         remaining = [
             p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == target
         ]
