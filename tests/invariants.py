@@ -104,12 +104,23 @@ class PodCensus:
         self.most = 0
         self.fewest_ready: int | None = None
         self.templates_together = False
+        #: every pod ever seen, by name: the image of its first container (churn shows as extra pods)
+        self.seen: dict[str, str] = {}
         self._watch = watch.Watch()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.error: BaseException | None = None
 
+    def pods_per_image(self) -> dict[str, int]:
+        """How many distinct pods of each image ran (or were created) while watched."""
+        counts: dict[str, int] = {}
+        for image in self.seen.values():
+            counts[image] = counts.get(image, 0) + 1
+        return counts
+
     def _record(self) -> None:
+        for pod in self._pods.values():
+            self.seen.setdefault(pod.metadata.name, pod.spec.containers[0].image)
         live = [
             p
             for p in self._pods.values()

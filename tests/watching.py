@@ -80,3 +80,40 @@ def until_deleted(list_func: Callable[..., Any], name: str, *, timeout: float, *
             stream.stop()
             return
     pytest.fail(f"timed out after {timeout}s waiting for {name} to be deleted")
+
+
+def until_collection(
+    list_func: Callable[..., Any],
+    predicate: Callable[[list[Any]], bool],
+    *,
+    timeout: float,
+    what: str,
+    **list_kwargs: Any,
+) -> list[Any]:
+    """Like ``until``, over the whole collection: the first state (after any event) for which ``predicate``
+    holds on every object listed; fails the test with the last state seen otherwise."""
+    deadline = time.monotonic() + timeout
+    listing = call_with_retry(list_func, **list_kwargs)
+    objects = {(o.metadata.namespace, o.metadata.name): o for o in listing.items}
+    if predicate(list(objects.values())):
+        return list(objects.values())
+    resource_version = listing.metadata.resource_version
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            seen = ", ".join(sorted(_summary(o) for o in objects.values()))
+            pytest.fail(f"timed out after {timeout}s waiting for {what}; last seen: {seen or 'nothing'}")
+        stream = watch.Watch()
+        for event in stream.stream(
+            list_func, resource_version=resource_version, timeout_seconds=max(1, int(remaining)), **list_kwargs
+        ):
+            obj = event["object"]
+            resource_version = obj.metadata.resource_version
+            key = (obj.metadata.namespace, obj.metadata.name)
+            if event["type"] == "DELETED":
+                objects.pop(key, None)
+            else:
+                objects[key] = obj
+            if predicate(list(objects.values())):
+                stream.stop()
+                return list(objects.values())

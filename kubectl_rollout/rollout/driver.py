@@ -331,6 +331,8 @@ class RolloutDriver:
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
             before = managed[action.name].replicas if action.name in managed else 0
+            if before == action.replicas:
+                return status  # only the desired-/max-replicas annotations were rewritten
             self._did(
                 ev.ReplicaSetScaled(
                     workload=self.name,

@@ -19,7 +19,8 @@ from kubectl_rollout.rollout.replica_math import (
     max_surge,
     new_replica_set_size,
     old_replica_set_sizes,
-    scale_sizes,
+    replicas_annotations_need_update,
+    scale_writes,
 )
 from kubectl_rollout.rollout.spec import WorkloadSpec
 
@@ -93,6 +94,41 @@ def cleanup(spec: WorkloadSpec, old: Sequence[ManagedReplicaSet]) -> list[Action
     return [DeleteReplicaSet(rs.name) for rs in empty[: max(0, excess)]]
 
 
+def scale(
+    spec: WorkloadSpec, template_hash: str, replica_sets: Sequence[ManagedReplicaSet], *, status_replicas: int
+) -> list[Action]:
+    """The controller's ``scale``, with every write it makes: a new size, or fresh desired-/max-replicas annotations.
+
+    The driver's ScaleReplicaSet rewrites both annotations; an active
+    ReplicaSet left with stale ones would make the next pass see a scaling
+    event again and resize the workload back and forth.
+    """
+    new, old = split(template_hash, replica_sets)
+    sizes = scale_writes(
+        replicas=spec.replicas,
+        surge=spec.max_surge,
+        unavailable=spec.max_unavailable,
+        new=_state(new) if new else None,
+        new_desired=new.desired_replicas if new else None,
+        old=[_state(rs) for rs in old],
+        status_replicas=status_replicas,
+        rolling=spec.rolling,
+    )
+    by_name = {rs.name: rs for rs in replica_sets}
+    most = surge_annotation(spec)
+    return [
+        ScaleReplicaSet(name, size)
+        for name, size in sorted(sizes.items())
+        if size != by_name[name].replicas
+        or replicas_annotations_need_update(
+            desired=by_name[name].desired_replicas,
+            most=by_name[name].max_replicas,
+            replicas=spec.replicas,
+            max_replicas=most,
+        )
+    ]
+
+
 def plan(
     spec: WorkloadSpec,
     template_hash: str,
@@ -105,18 +141,9 @@ def plan(
     """The actions of one sync. An empty list means: nothing to do until something changes."""
     new, old = split(template_hash, replica_sets)
     if is_scaling_event(spec, replica_sets):
-        changes = scale_sizes(
-            replicas=spec.replicas,
-            surge=spec.max_surge,
-            unavailable=spec.max_unavailable,
-            new=_state(new) if new else None,
-            new_desired=new.desired_replicas if new else None,
-            old=[_state(rs) for rs in old],
-            status_replicas=status_replicas,
-            rolling=spec.rolling,
-        )
-        if changes:
-            return [ScaleReplicaSet(name, size) for name, size in sorted(changes.items())]
+        writes = scale(spec, template_hash, replica_sets, status_replicas=status_replicas)
+        if writes:
+            return writes
     if spec.paused:
         return []
     next_revision = max((rs.revision for rs in replica_sets), default=0) + 1

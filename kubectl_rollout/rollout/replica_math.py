@@ -156,6 +156,14 @@ def old_replica_set_sizes(
     return {name: size for name, size in sizes.items() if size != original[name]}
 
 
+def replicas_annotations_need_update(
+    *, desired: int | None, most: int | None, replicas: int, max_replicas: int
+) -> bool:
+    """ReplicasAnnotationsNeedUpdate: a ReplicaSet's desired-/max-replicas annotations (``desired``, ``most``;
+    None when missing) differ from what the workload's size and maxSurge give now."""
+    return desired != replicas or most != max_replicas
+
+
 def replica_set_fraction(rs: ReplicaSetState, *, replicas: int, surge: int, status_replicas: int) -> int:
     """getReplicaSetFraction: how many replicas ``rs`` gains (or loses) when the Deployment is resized."""
     if replicas == 0:
@@ -232,6 +240,38 @@ def scale_sizes(
     annotation) lets the old ones go to 0; otherwise a rolling update spreads
     the difference proportionally. Recreate never scales proportionally.
     """
+    before = {rs.name: rs.replicas for rs in ([new] if new is not None else []) + list(old)}
+    written = scale_writes(
+        replicas=replicas,
+        surge=surge,
+        unavailable=unavailable,
+        new=new,
+        new_desired=new_desired,
+        old=old,
+        status_replicas=status_replicas,
+        rolling=rolling,
+    )
+    return {name: size for name, size in written.items() if size != before[name]}
+
+
+def scale_writes(
+    *,
+    replicas: int,
+    surge: IntOrPercent | None,
+    unavailable: IntOrPercent | None,
+    new: ReplicaSetState | None,
+    new_desired: int | None,
+    old: Sequence[ReplicaSetState],
+    status_replicas: int,
+    rolling: bool = True,
+) -> dict[str, int]:
+    """Every ReplicaSet the controller's ``scale`` hands to scaleReplicaSet, with the size it gets.
+
+    In the proportional branch that is every active ReplicaSet, resized or not:
+    scaleReplicaSet rewrites the desired-/max-replicas annotations of each, so
+    that the next sync no longer sees a scaling event. Elsewhere only the
+    ReplicaSets whose size changes are written.
+    """
     everyone = ([new] if new is not None else []) + list(old)
     active = [rs for rs in everyone if rs.replicas > 0]
     if len(active) <= 1:
@@ -248,11 +288,9 @@ def scale_sizes(
         return {rs.name: 0 for rs in old if rs.replicas > 0}
     if not rolling:
         return {}
-    before = {rs.name: rs.replicas for rs in active}
-    sizes = proportional_sizes(
+    return proportional_sizes(
         replicas=replicas, surge=surge, unavailable=unavailable, replica_sets=active, status_replicas=status_replicas
     )
-    return {name: size for name, size in sizes.items() if size != before[name]}
 
 
 def _reverse(name: str) -> tuple[int, ...]:

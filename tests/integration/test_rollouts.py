@@ -299,18 +299,110 @@ def test_history_cleanup_side_by_side(both: SideBySide) -> None:
     ]
 
 
-@pytest.mark.parametrize("new_size", [9, 2], ids=["up", "down"])
+def annotated_shape(cluster: Cluster, namespace: str, app: str) -> list[tuple[int, int, str, str | None, str | None]]:
+    """(revision, replicas, image, desired-replicas, max-replicas) of the active ReplicaSets, names aside."""
+    found = []
+    for rs in cluster.apps.list_namespaced_replica_set(namespace, label_selector=f"app={app}").items:
+        annotations = rs.metadata.annotations or {}
+        if rs.spec.replicas:
+            found.append(
+                (
+                    int(annotations.get("deployment.kubernetes.io/revision", "0")),
+                    rs.spec.replicas,
+                    rs.spec.template.spec.containers[0].image,
+                    annotations.get("deployment.kubernetes.io/desired-replicas"),
+                    annotations.get("deployment.kubernetes.io/max-replicas"),
+                )
+            )
+    return sorted(found)
+
+
+def until_shape(cluster: Cluster, namespace: str, expected: list[tuple[int, int, str]], what: str) -> None:
+    """Watch the ReplicaSets of app=web until (revision, replicas, image) of each is ``expected``."""
+
+    def reached(items: list[Any]) -> bool:
+        got = sorted(
+            (
+                int((rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision", "0")),
+                rs.spec.replicas,
+                rs.spec.template.spec.containers[0].image,
+            )
+            for rs in items
+        )
+        return got == expected
+
+    watching.until_collection(
+        cluster.apps.list_namespaced_replica_set,
+        reached,
+        namespace=namespace,
+        label_selector="app=web",
+        timeout=60,
+        what=what,
+    )
+
+
+# Issue 12 item 1. 4 replicas, maxSurge 2, maxUnavailable 3, v2 pods not Ready for 30 s: both sides stop at
+# v1 1 / v2 4 (v2 at full size, none of it available). The resize is spread by sync.go scale and the rolling
+# update then goes as far as it can; the new size and the shape both sides reach, worked out by hand:
+MID_ROLLOUT_RESIZES = {
+    # allowed 5 + 2 = 7 for 5 replicas: v2 4 * 7 / 6 = 4.67 -> 5, v1 1 * 7 / 6 -> 1 (same size, but annotated
+    # 5 / 7 all the same), the leftover 1 to the largest: v2 6; then reconcileNewReplicaSet: v2 6 -> 5, once.
+    # With v1's annotations left at 4 / 6 the next pass saw a scaling event again and v2 went 5 -> 6 -> 5 ...
+    5: [(1, 1, manifests.IMAGE), (2, 5, "registry.example/app:v2")],
+    # allowed 2 + 2 = 4 for 5 replicas: v2 4 * 4 / 6 = 2.67 -> 3, v1 unchanged; then v2 3 -> 2 and v1 1 -> 0
+    # (maxUnavailable 3 of 2 replicas lets both go unavailable).
+    2: [(1, 0, manifests.IMAGE), (2, 2, "registry.example/app:v2")],
+}
+
+
+@pytest.mark.parametrize("new_size", [5, 2], ids=["up", "down"])
 def test_scale_mid_rollout_side_by_side(both: SideBySide, new_size: int) -> None:
-    document = workload("web", 5, surge=2, unavailable=1, ready_after="2s")
+    # Both sides are mid-rollout when the resize lands: a driver runs on ours, the controller on theirs, and
+    # the v2 pods take 30 s to become Ready, so both stop at the same shape and stay there while the resize
+    # is spread. Then v3 (Ready at once) finishes both.
+    document = workload("web", 4, surge=2, unavailable=3, ready_after="1s")
     both.apply(document)
-    both.apply(with_image(document, "registry.example/app:v2"), "--no-wait")
-    resized = with_image(document, "registry.example/app:v2")
-    resized["spec"]["replicas"] = new_size
-    both.apply(resized)
+    both.watch()
+    v2 = with_image(document, "registry.example/app:v2")
+    v2["spec"]["template"]["metadata"]["annotations"][manifests.READY_AFTER] = "30s"
+    driver = start_apply(both.kubeconfig, both.ours, v2, both.tmp_path)
+    current = both.cluster.apps.read_namespaced_deployment("web", both.theirs)
+    current.spec.template = both.cluster.api_client.deserialize(_Raw(v2["spec"]["template"]), "V1PodTemplateSpec")
+    both.cluster.apps.replace_namespaced_deployment("web", both.theirs, current)
+    stalled = [(1, 1, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
+    for namespace in (both.ours, both.theirs):
+        until_shape(both.cluster, namespace, stalled, f"the rollout in {namespace} to wait for the v2 pods")
+
+    scaled = run_plugin(
+        "scale", "web", "--replicas", str(new_size), "--no-wait", "-n", both.ours, kubeconfig=both.kubeconfig
+    )
+    assert scaled.returncode == 0, scaled.stderr
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"replicas": new_size}})
+    middle = MID_ROLLOUT_RESIZES[new_size]
+    for namespace in (both.ours, both.theirs):
+        until_shape(both.cluster, namespace, middle, f"the resize to {new_size} in {namespace}")
+    # Every active ReplicaSet carries the new size and maxSurge in its annotations, on both sides alike.
+    assert annotated_shape(both.cluster, both.ours, "web") == annotated_shape(both.cluster, both.theirs, "web")
+    assert {a[3:] for a in annotated_shape(both.cluster, both.ours, "web")} == {(str(new_size), str(new_size + 2))}
+
+    v3 = with_image(document, "registry.example/app:v3")
+    v3["spec"]["replicas"] = new_size
+    both.apply(v3, "--no-wait")
+    _out, err = driver.communicate(timeout=180)
+    assert driver.returncode == 0, err
+    both._settle_theirs()
+    ours, theirs = (census.stop() for census in both.census)
+    assert ours.most <= max(4, new_size) + 2, ours.most
+    least = min(4 - max_unavailable(4, 2, 3), new_size - max_unavailable(new_size, 2, 3))
+    for census in (ours, theirs):
+        assert census.fewest_ready is not None
+        assert census.fewest_ready >= least, (census.namespace, census.fewest_ready)
+    # No churn: the driver created exactly the pods the controller created, image by image.
+    assert ours.pods_per_image() == theirs.pods_per_image()
     assert (
         shape(both.cluster, both.ours, "web")
         == shape(both.cluster, both.theirs, "web")
-        == [(1, 0, manifests.IMAGE), (2, new_size, "registry.example/app:v2")]
+        == [(1, 0, manifests.IMAGE), (2, 0, "registry.example/app:v2"), (3, new_size, "registry.example/app:v3")]
     )
 
 

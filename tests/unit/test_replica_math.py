@@ -16,6 +16,7 @@ from kubectl_rollout.rollout.replica_math import (
     max_unavailable,
     new_replica_set_size,
     old_replica_set_sizes,
+    replicas_annotations_need_update,
     resolve_fenceposts,
     round_half_away_from_zero,
     scale_sizes,
@@ -293,5 +294,48 @@ def test_recreate_is_never_scaled_proportionally() -> None:
         old=[ReplicaSetState(name="v1", replicas=2, created=OLD, max_replicas=4)],
         status_replicas=4,
         rolling=False,
+    )
+    assert changes == {}
+
+
+@pytest.mark.parametrize(
+    ("desired", "most", "expected"),
+    [
+        # deployment_util_test.go TestReplicasAnnotationsNeedUpdate (workload: 10 replicas, 20 at most)
+        pytest.param(None, None, True, id="annotations-nil"),
+        pytest.param(8, 20, True, id="desired-replicas-update"),
+        pytest.param(10, 16, True, id="max-replicas-update"),
+        pytest.param(10, 20, False, id="needn't-update"),
+    ],
+)
+def test_replicas_annotations_need_update(desired: int | None, most: int | None, expected: bool) -> None:
+    assert replicas_annotations_need_update(desired=desired, most=most, replicas=10, max_replicas=20) is expected
+
+
+def test_scale_with_one_replica_set_annotated_for_another_size() -> None:
+    # sync_test.go TestScale "failed rs update": 5 replicas; foo-v2's earlier update failed, so it is still
+    # annotated for 3. Only foo-v2 grows: 1 * 5 / 3 rounds to 2.
+    annotated = {"foo-v3": 5, "foo-v2": 3, "foo-v1": 5}
+    states = [
+        ReplicaSetState(name=n, replicas=r, created=c, max_replicas=annotated[n])
+        for n, r, c in (("foo-v3", 2, NEW), ("foo-v2", 1, OLD), ("foo-v1", 1, OLDER))
+    ]
+    changes = scale_sizes(
+        replicas=5, surge=0, unavailable=1, new=states[0], new_desired=5, old=states[1:], status_replicas=4
+    )
+    assert changes == {"foo-v2": 2}
+
+
+def test_a_saturated_but_broken_new_replica_set_leaves_the_old_pods_alone() -> None:
+    # sync_test.go TestScale "saturated but broken new replica set does not affect old pods": 2 replicas,
+    # maxSurge 1, maxUnavailable 1; the new ReplicaSet has its 2 replicas but none available.
+    changes = scale_sizes(
+        replicas=2,
+        surge=1,
+        unavailable=1,
+        new=ReplicaSetState(name="foo-v2", replicas=2, available=0, created=NEW, max_replicas=3),
+        new_desired=2,
+        old=[ReplicaSetState(name="foo-v1", replicas=1, available=1, created=OLD, max_replicas=3)],
+        status_replicas=3,
     )
     assert changes == {}

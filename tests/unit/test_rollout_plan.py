@@ -20,6 +20,7 @@ from kubectl_rollout.rollout.plan import (
     ScaleReplicaSet,
     SetRevision,
     plan,
+    surge_annotation,
 )
 from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
 from kubectl_rollout.rollout.spec import WorkloadSpec, parse_workload
@@ -85,11 +86,15 @@ class Simulation:
                     created=self.clock,
                     revision=action.revision,
                     desired_replicas=target.replicas,
+                    max_replicas=surge_annotation(target),
                 )
                 self.ages[name] = []
             elif isinstance(action, ScaleReplicaSet):
                 self.rses[action.name] = dataclasses.replace(
-                    self.rses[action.name], replicas=action.replicas, desired_replicas=target.replicas
+                    self.rses[action.name],
+                    replicas=action.replicas,
+                    desired_replicas=target.replicas,
+                    max_replicas=surge_annotation(target),
                 )
             elif isinstance(action, SetRevision):
                 self.rses[action.name] = dataclasses.replace(self.rses[action.name], revision=action.revision)
@@ -297,3 +302,46 @@ def test_history_beyond_the_limit_is_pruned_oldest_first_once_complete() -> None
     actions = plan(spec(3, history=2), "new", [*old, new], status_replicas=3, old_pods_running=False, complete=True)
     assert actions == [DeleteReplicaSet("web-1"), DeleteReplicaSet("web-2")]
     assert plan(spec(3, history=2), "new", [*old, new], status_replicas=3, old_pods_running=False, complete=False) == []
+
+
+def test_scaling_up_mid_rollout_resizes_once_then_carries_on() -> None:
+    # Issue 12 item 1: 10 replicas, maxSurge 3, maxUnavailable 2, mid-rollout (old 1, new 10 with 6
+    # available, both annotated 10 / 13), then scaled to 11. The controller's scale gives the new
+    # ReplicaSet 13 and rewrites the annotations of *both* ReplicaSets (11 / 14); the rollout then
+    # takes it back to 11 once and finishes. With the old ReplicaSet's annotations left at 10, every
+    # other pass saw a scaling event again and the new ReplicaSet flipped between 13 and 11.
+    old = ManagedReplicaSet(
+        name="web-v1",
+        template_hash="v1",
+        replicas=1,
+        current=1,
+        available=1,
+        created=1.0,
+        revision=1,
+        desired_replicas=10,
+        max_replicas=13,
+    )
+    new = ManagedReplicaSet(
+        name="web-v2",
+        template_hash="v2",
+        replicas=10,
+        current=10,
+        available=6,
+        created=2.0,
+        revision=2,
+        desired_replicas=10,
+        max_replicas=13,
+    )
+    target = spec(11, 3, 2)
+    first = plan(target, "v2", [old, new], status_replicas=11, old_pods_running=True, complete=False)
+    # Every active ReplicaSet is written: the old one keeps its size and gets fresh annotations.
+    assert first == [ScaleReplicaSet("web-v1", 1), ScaleReplicaSet("web-v2", 13)]
+
+    sim = Simulation([old, new], ready_after=2)
+    trace = run(sim, target, "v2")
+    new_sizes = [a.replicas for actions, _, _ in trace for a in actions if a == ScaleReplicaSet("web-v2", a.replicas)]
+    assert new_sizes == [13, 11]
+    assert {rs.name: (rs.replicas, rs.desired_replicas, rs.max_replicas) for rs in sim.rses.values()} == {
+        "web-v1": (0, 11, 14),
+        "web-v2": (11, 11, 14),
+    }
