@@ -38,6 +38,10 @@ class ManagedReplicaSet:
     #: deployment.kubernetes.io/desired-replicas and max-replicas annotations
     desired_replicas: int | None = None
     max_replicas: int | None = None
+    #: metadata.deletionTimestamp is set: already going, never counted for history
+    deleting: bool = False
+    #: status.observedGeneration < metadata.generation: the ReplicaSet controller has not caught up with its spec
+    unobserved: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,30 @@ def is_scaling_event(spec: WorkloadSpec, replica_sets: Sequence[ManagedReplicaSe
     return any(rs.desired_replicas is not None and rs.desired_replicas != spec.replicas for rs in active)
 
 
+#: revisionHistoryLimit of math.MaxInt32 keeps every revision (HasRevisionHistoryLimit)
+UNLIMITED = 2**31 - 1
+
+
 def cleanup(spec: WorkloadSpec, old: Sequence[ManagedReplicaSet]) -> list[Action]:
-    """cleanupDeployment: delete the oldest empty ReplicaSets beyond revisionHistoryLimit."""
-    empty = sorted((rs for rs in old if rs.replicas == 0 and rs.current == 0), key=lambda rs: (rs.created, rs.name))
-    excess = len([rs for rs in old if rs.replicas == 0]) - spec.revision_history_limit
-    return [DeleteReplicaSet(rs.name) for rs in empty[: max(0, excess)]]
+    """cleanupDeployment: beyond revisionHistoryLimit, delete the lowest revisions among the live old ReplicaSets.
+
+    Every old ReplicaSet not already being deleted counts against the limit,
+    scaled down or not; the lowest revisions (then the oldest) are the
+    candidates, and a candidate that still has replicas, or whose status lags
+    its spec, is skipped rather than replaced by the next one.
+    """
+    if spec.revision_history_limit == UNLIMITED:
+        return []
+    alive = [rs for rs in old if not rs.deleting]
+    excess = len(alive) - spec.revision_history_limit
+    if excess <= 0:
+        return []
+    by_revision = sorted(alive, key=lambda rs: (rs.revision, rs.created, rs.name))
+    return [
+        DeleteReplicaSet(rs.name)
+        for rs in by_revision[:excess]
+        if rs.replicas == 0 and rs.current == 0 and not rs.unobserved
+    ]
 
 
 def scale(

@@ -60,6 +60,8 @@ def to_managed(rs: Any) -> ManagedReplicaSet:
         revision=_int(annotations, REVISION) or 0,
         desired_replicas=_int(annotations, DESIRED_REPLICAS),
         max_replicas=_int(annotations, MAX_REPLICAS),
+        deleting=rs.metadata.deletion_timestamp is not None,
+        unobserved=(rs.metadata.generation or 0) > ((status.observed_generation or 0) if status else 0),
     )
 
 

@@ -299,6 +299,26 @@ def test_history_cleanup_side_by_side(both: SideBySide) -> None:
     ]
 
 
+def test_history_cleanup_after_undo_keeps_revisions_not_creation_order_side_by_side(both: SideBySide) -> None:
+    # Issue 12 item 3: revisionHistoryLimit 1; v1, v2, undo (v1's ReplicaSet becomes revision 3), v4. The
+    # controller deletes by revision: revision 2 (v2) goes, revision 3 (v1's, the oldest ReplicaSet) stays, and
+    # the next undo returns to v1. Deleting by creation time kept v2, and that undo went to the wrong image.
+    document = workload("web", 2, surge=1, unavailable=0, revisionHistoryLimit=1)
+    both.apply(document)
+    both.watch()
+    both.apply(with_image(document, "registry.example/app:v2"))
+    both.undo()
+    both.apply(with_image(document, "registry.example/app:v4"))
+    assert (
+        shape(both.cluster, both.ours, "web")
+        == shape(both.cluster, both.theirs, "web")
+        == [(3, 0, manifests.IMAGE), (4, 2, "registry.example/app:v4")]
+    )
+    both.undo()
+    both.compare(2, 1, 0)
+    assert shape(both.cluster, both.ours, "web") == [(4, 0, "registry.example/app:v4"), (5, 2, manifests.IMAGE)]
+
+
 def annotated_shape(cluster: Cluster, namespace: str, app: str) -> list[tuple[int, int, str, str | None, str | None]]:
     """(revision, replicas, image, desired-replicas, max-replicas) of the active ReplicaSets, names aside."""
     found = []

@@ -19,6 +19,7 @@ from kubectl_rollout.rollout.plan import (
     ManagedReplicaSet,
     ScaleReplicaSet,
     SetRevision,
+    cleanup,
     plan,
     surge_annotation,
 )
@@ -345,3 +346,88 @@ def test_scaling_up_mid_rollout_resizes_once_then_carries_on() -> None:
         "web-v1": (0, 11, 14),
         "web-v2": (11, 11, 14),
     }
+
+
+def history_rs(
+    name: str, replicas: int, revision: int, created: float, *, current: int | None = None, **kwargs: Any
+) -> ManagedReplicaSet:
+    return ManagedReplicaSet(
+        name=name,
+        template_hash=name,
+        replicas=replicas,
+        current=replicas if current is None else current,
+        created=created,
+        revision=revision,
+        **kwargs,
+    )
+
+
+def cleanup_names(old: list[ManagedReplicaSet], limit: int) -> set[str]:
+    return {a.name for a in cleanup(spec(1, history=limit), old) if isinstance(a, DeleteReplicaSet)}
+
+
+@pytest.mark.parametrize(
+    ("old", "limit", "deleted"),
+    [
+        # sync_test.go TestDeploymentController_cleanupDeployment: (name, spec.replicas, status.replicas, revision)
+        pytest.param(
+            [("foo-1", 0, 0, 1), ("foo-2", 0, 0, 2), ("foo-3", 0, 0, 3)], 1, {"foo-1", "foo-2"}, id="two-beyond-limit"
+        ),
+        pytest.param(
+            [("foo-1", 0, 0, 1), ("foo-2", 0, 1, 2), ("foo-3", 1, 0, 3), ("foo-4", 1, 1, 4)],
+            0,
+            {"foo-1"},
+            id="only-spec-and-status-0",
+        ),
+        pytest.param([("foo-1", 0, 0, 1), ("foo-2", 0, 0, 2)], 0, {"foo-1", "foo-2"}, id="limit-0"),
+        pytest.param([("foo-1", 1, 1, 1), ("foo-2", 1, 1, 2)], 0, set(), id="all-have-replicas"),
+        pytest.param([("foo-1", 0, 0, 1), ("foo-2", 0, 0, 2), ("foo-3", 0, 0, 3)], 2**31 - 1, set(), id="unlimited"),
+        # sync_test.go TestDeploymentController_cleanupDeploymentOrder (created foo-1 < foo-2 < foo-3 < foo-4;
+        # revision 0: no revision annotation)
+        pytest.param([("foo-1", 0, 0, 1), ("foo-2", 0, 0, 2)], 1, {"foo-1"}, id="order-lower-revision"),
+        pytest.param([("foo-1", 0, 0, 2), ("foo-2", 0, 0, 1)], 1, {"foo-2"}, id="order-lower-revision-though-newer"),
+        pytest.param([("foo-1", 0, 0, 1), ("foo-2", 0, 0, 0)], 1, {"foo-2"}, id="order-no-revision-newer"),
+        pytest.param([("foo-1", 0, 0, 0), ("foo-2", 0, 0, 2)], 1, {"foo-1"}, id="order-no-revision-older"),
+        pytest.param(
+            [("foo-1", 1, 1, 1), ("foo-2", 0, 0, 2), ("foo-3", 0, 0, 3)], 1, {"foo-2"}, id="order-skip-with-replicas"
+        ),
+        pytest.param(
+            [("foo-1", 1, 1, 1), ("foo-2", 1, 1, 2), ("foo-3", 0, 0, 3)], 1, set(), id="order-both-with-replicas"
+        ),
+        pytest.param(
+            [("foo-1", 0, 0, 3), ("foo-2", 0, 0, 1), ("foo-3", 0, 0, 4), ("foo-4", 0, 0, 2)],
+            2,
+            {"foo-2", "foo-4"},
+            id="order-2-of-4",
+        ),
+    ],
+)
+def test_history_cleanup_like_the_controller(
+    old: list[tuple[str, int, int, int]], limit: int, deleted: set[str]
+) -> None:
+    rses = [
+        history_rs(name, replicas, revision, float(i), current=current)
+        for i, (name, replicas, current, revision) in enumerate(old)
+    ]
+    assert cleanup_names(rses, limit) == deleted
+
+
+def test_history_cleanup_skips_replica_sets_already_going_or_not_yet_observed() -> None:
+    # cleanupDeployment: one already being deleted does not count against the limit; one whose status
+    # lags its spec (generation > observedGeneration) is not deleted on this pass.
+    assert cleanup_names([history_rs("foo-1", 0, 1, 1.0, deleting=True)], 0) == set()
+    lagging = history_rs("foo-2", 0, 2, 2.0, unobserved=True)
+    assert cleanup_names([history_rs("foo-1", 0, 1, 1.0), lagging, history_rs("foo-3", 0, 3, 3.0)], 1) == {"foo-1"}
+
+
+def test_history_cleanup_after_undo_keeps_the_undone_revision() -> None:
+    # Issue 12 item 3: revisionHistoryLimit 1; v1, v2, undo (v1's ReplicaSet becomes revision 3), v4.
+    # v1's ReplicaSet is the oldest by creation but holds revision 3: revision 2 is the one to go.
+    rses = [
+        history_rs("web-v1", 0, 3, 1.0),
+        history_rs("web-v2", 0, 2, 2.0),
+        history_rs("web-v4", 2, 4, 4.0, available=2, desired_replicas=2, max_replicas=3),
+    ]
+    rses[2] = dataclasses.replace(rses[2], template_hash="v4")
+    actions = plan(spec(2, 1, 0, history=1), "v4", rses, status_replicas=2, old_pods_running=False, complete=True)
+    assert actions == [DeleteReplicaSet("web-v2")]
