@@ -163,12 +163,14 @@ def plan(
 ) -> list[Action]:
     """The actions of one sync. An empty list means: nothing to do until something changes."""
     new, old = split(template_hash, replica_sets)
-    if is_scaling_event(spec, replica_sets):
+    if spec.paused or is_scaling_event(spec, replica_sets):
+        # syncDeployment: a paused workload always goes through sync (scale, then history cleanup), so that
+        # one paused at 0 replicas still scales up; a scaling event does the same before any rollout step.
         writes = scale(spec, template_hash, replica_sets, status_replicas=status_replicas)
         if writes:
             return writes
     if spec.paused:
-        return []
+        return cleanup(spec, old)
     next_revision = max((rs.revision for rs in replica_sets), default=0) + 1
     if new is not None and new.revision != max((rs.revision for rs in replica_sets), default=0):
         # An old template came back (undo): its ReplicaSet becomes the newest revision.

@@ -319,6 +319,29 @@ def test_history_cleanup_after_undo_keeps_revisions_not_creation_order_side_by_s
     assert shape(both.cluster, both.ours, "web") == [(4, 0, "registry.example/app:v4"), (5, 2, manifests.IMAGE)]
 
 
+def test_a_paused_workload_scaled_to_zero_scales_up_again_side_by_side(both: SideBySide) -> None:
+    # Issue 12 item 4: pause, scale to 0, scale to 3. With no active ReplicaSet no annotation says "scaling
+    # event", but the controller's paused sync still scales the newest ReplicaSet (FindActiveOrLatest).
+    document = workload("web", 2)
+    both.apply(document)
+    both.watch()
+    assert run_plugin("pause", "web", "-n", both.ours, kubeconfig=both.kubeconfig).returncode == 0
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": True}})
+    for size in (0, 3):
+        scaled = run_plugin("scale", "web", "--replicas", str(size), "-n", both.ours, kubeconfig=both.kubeconfig)
+        assert scaled.returncode == 0, scaled.stderr
+        both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"replicas": size}})
+        for namespace in (both.ours, both.theirs):
+            until_shape(both.cluster, namespace, [(1, size, manifests.IMAGE)], f"web at {size} in {namespace}")
+    watching.until(
+        both.cluster.apps.list_namespaced_replica_set,
+        lambda rs: (rs.status.available_replicas or 0) == 3,
+        namespace=both.ours,
+        timeout=60,
+        what="3 pods available again",
+    )
+
+
 def annotated_shape(cluster: Cluster, namespace: str, app: str) -> list[tuple[int, int, str, str | None, str | None]]:
     """(revision, replicas, image, desired-replicas, max-replicas) of the active ReplicaSets, names aside."""
     found = []

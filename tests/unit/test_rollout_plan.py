@@ -431,3 +431,26 @@ def test_history_cleanup_after_undo_keeps_the_undone_revision() -> None:
     rses[2] = dataclasses.replace(rses[2], template_hash="v4")
     actions = plan(spec(2, 1, 0, history=1), "v4", rses, status_replicas=2, old_pods_running=False, complete=True)
     assert actions == [DeleteReplicaSet("web-v2")]
+
+
+def test_a_paused_workload_at_zero_replicas_scales_up() -> None:
+    # Issue 12 item 4: pause, scale to 0, scale to 3. No ReplicaSet is active, so no annotation says
+    # "scaling event"; the controller's paused sync still scales the newest ReplicaSet (FindActiveOrLatest).
+    emptied = dataclasses.replace(v1(0), current=0, available=0, desired_replicas=0, max_replicas=0)
+    assert plan(spec(3, paused=True), "v1", [emptied], status_replicas=0, old_pods_running=False, complete=False) == [
+        ScaleReplicaSet("web-v1", 3)
+    ]
+    # The same while a new template waits behind the pause: the newest ReplicaSet is the one to grow.
+    older = dataclasses.replace(emptied, name="web-v0", template_hash="v0", created=0.5, revision=0)
+    assert plan(
+        spec(3, paused=True), "v2", [older, emptied], status_replicas=0, old_pods_running=False, complete=False
+    ) == [ScaleReplicaSet("web-v1", 3)]
+
+
+def test_a_paused_workload_prunes_history_too() -> None:
+    # sync.go sync: a paused Deployment's sync runs cleanupDeployment, complete or not.
+    rses = [history_rs("web-1", 0, 1, 1.0), history_rs("web-2", 0, 2, 2.0), dataclasses.replace(v1(3), revision=3)]
+    actions = plan(
+        spec(3, history=1, paused=True), "v1", rses, status_replicas=3, old_pods_running=True, complete=False
+    )
+    assert actions == [DeleteReplicaSet("web-1")]
