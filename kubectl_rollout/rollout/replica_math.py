@@ -120,8 +120,7 @@ def old_replica_set_sizes(
     Returns only the ReplicaSets whose size changes.
     """
     original = {rs.name: rs.replicas for rs in old}
-    sizes = dict(original)
-    old_total = sum(sizes.values())
+    old_total = sum(original.values())
     if old_total == 0:
         return {}
     least_available = replicas - max_unavailable(replicas, surge, unavailable)
@@ -130,30 +129,79 @@ def old_replica_set_sizes(
     budget = all_total - least_available - new_unavailable
     if budget <= 0:
         return {}
+    try:
+        cleaned_sizes, _cleaned = cleanup_unhealthy_replicas(old, max_cleanup=budget)
+    except StaleReplicaSetStatus:
+        # Upstream's sync fails here and is retried later: no old ReplicaSet changes on a stale status.
+        return {}
+    after_cleanup = [
+        ReplicaSetState(
+            name=rs.name, replicas=cleaned_sizes.get(rs.name, rs.replicas), available=rs.available, created=rs.created
+        )
+        for rs in old
+    ]
+    scaled = scale_down_old_for_rolling_update(
+        replicas=replicas, surge=surge, unavailable=unavailable, new=new, old=after_cleanup
+    )
+    sizes = {**original, **cleaned_sizes, **scaled}
+    return {name: size for name, size in sizes.items() if size != original[name]}
 
+
+class StaleReplicaSetStatus(Exception):
+    """An old ReplicaSet reports more available replicas than it has: its status lags its spec."""
+
+
+def cleanup_unhealthy_replicas(old: Sequence[ReplicaSetState], *, max_cleanup: int) -> tuple[dict[str, int], int]:
+    """cleanupUnhealthyReplicas: remove up to ``max_cleanup`` replicas that are not available, oldest ReplicaSet
+    first. Returns (the sizes that change, how many were removed).
+
+    Raises StaleReplicaSetStatus where upstream returns its "invalid request to scale down" error: an old
+    ReplicaSet whose available count is above its size would otherwise be scaled *up*.
+    """
+    sizes: dict[str, int] = {}
     cleaned = 0
     for rs in _oldest_first(old):
-        if cleaned >= budget:
+        if cleaned >= max_cleanup:
             break
         if rs.replicas == 0 or rs.replicas == rs.available:
             continue
-        step = min(budget - cleaned, rs.replicas - rs.available)
-        sizes[rs.name] -= step
+        step = min(max_cleanup - cleaned, rs.replicas - rs.available)
+        if step < 0:
+            raise StaleReplicaSetStatus(
+                f"when cleaning up unhealthy replicas, got invalid request to scale down {rs.name} "
+                f"{rs.replicas} -> {rs.replicas - step}"
+            )
+        sizes[rs.name] = rs.replicas - step
         cleaned += step
+    return sizes, cleaned
 
+
+def scale_down_old_for_rolling_update(
+    *,
+    replicas: int,
+    surge: IntOrPercent | None,
+    unavailable: IntOrPercent | None,
+    new: ReplicaSetState,
+    old: Sequence[ReplicaSetState],
+) -> dict[str, int]:
+    """scaleDownOldReplicaSetsForRollingUpdate: shrink old ReplicaSets, oldest first, while more than
+    replicas - maxUnavailable replicas are available (new and old). Returns the sizes that change."""
+    least_available = replicas - max_unavailable(replicas, surge, unavailable)
     available = new.available + sum(rs.available for rs in old)
-    if available > least_available:
-        to_remove = available - least_available
-        removed = 0
-        for rs in _oldest_first(old):
-            if removed >= to_remove:
-                break
-            if sizes[rs.name] == 0:
-                continue
-            step = min(sizes[rs.name], to_remove - removed)
-            sizes[rs.name] -= step
-            removed += step
-    return {name: size for name, size in sizes.items() if size != original[name]}
+    if available <= least_available:
+        return {}
+    to_remove = available - least_available
+    removed = 0
+    sizes: dict[str, int] = {}
+    for rs in _oldest_first(old):
+        if removed >= to_remove:
+            break
+        if rs.replicas == 0:
+            continue
+        step = min(rs.replicas, to_remove - removed)
+        sizes[rs.name] = rs.replicas - step
+        removed += step
+    return sizes
 
 
 def replicas_annotations_need_update(

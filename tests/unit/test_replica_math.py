@@ -13,12 +13,15 @@ import pytest
 
 from kubectl_rollout.rollout.replica_math import (
     ReplicaSetState,
+    StaleReplicaSetStatus,
+    cleanup_unhealthy_replicas,
     max_unavailable,
     new_replica_set_size,
     old_replica_set_sizes,
     replicas_annotations_need_update,
     resolve_fenceposts,
     round_half_away_from_zero,
+    scale_down_old_for_rolling_update,
     scale_sizes,
     scaled_value,
 )
@@ -339,3 +342,63 @@ def test_a_saturated_but_broken_new_replica_set_leaves_the_old_pods_alone() -> N
         status_replicas=3,
     )
     assert changes == {}
+
+
+@pytest.mark.parametrize(
+    ("old_replicas", "ready", "max_cleanup", "cleaned"),
+    [
+        # rolling_test.go TestDeploymentController_cleanupUnhealthyReplicas (10 old replicas)
+        (10, 8, 1, 1),
+        (10, 8, 3, 2),
+        (10, 8, 0, 0),
+        (10, 10, 3, 0),
+    ],
+)
+def test_cleanup_unhealthy_replicas(old_replicas: int, ready: int, max_cleanup: int, cleaned: int) -> None:
+    old = [ReplicaSetState(name="foo-v2", replicas=old_replicas, available=ready, created=OLD)]
+    sizes, count = cleanup_unhealthy_replicas(old, max_cleanup=max_cleanup)
+    assert count == cleaned
+    assert sizes.get("foo-v2", old_replicas) == old_replicas - cleaned
+
+
+def test_cleanup_refuses_an_old_replica_set_whose_status_is_stale() -> None:
+    # Upstream's cleanupUnhealthyReplicas errors ("invalid request to scale down 8 -> 10") and the sync stops:
+    # 10 available for a size of 8 means the ReplicaSet controller has not caught up yet.
+    stale = [ReplicaSetState(name="foo-v1", replicas=8, available=10, created=OLD)]
+    with pytest.raises(StaleReplicaSetStatus, match="foo-v1 8 -> 10"):
+        cleanup_unhealthy_replicas(stale, max_cleanup=2)
+    assert (
+        old_replica_set_sizes(
+            replicas=10,
+            surge=2,
+            unavailable=2,
+            new=ReplicaSetState(name="foo-v2", replicas=2, available=2, created=NEW),
+            old=stale,
+        )
+        == {}
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "unavailable", "ready", "old_replicas", "expected_old"),
+    [
+        # rolling_test.go TestDeploymentController_scaleDownOldReplicaSetsForRollingUpdate (maxSurge 0;
+        # None: no scaling)
+        (10, 0, 10, 10, 9),
+        (10, 2, 10, 10, 8),
+        (10, 2, 8, 10, None),
+        (10, 2, 10, 0, None),
+        (10, 2, 1, 10, None),
+    ],
+)
+def test_scale_down_old_replica_sets_for_rolling_update(
+    replicas: int, unavailable: int, ready: int, old_replicas: int, expected_old: int | None
+) -> None:
+    sizes = scale_down_old_for_rolling_update(
+        replicas=replicas,
+        surge=0,
+        unavailable=unavailable,
+        new=ReplicaSetState(name="foo-v3", replicas=0, created=NEW),
+        old=[ReplicaSetState(name="foo-v2", replicas=old_replicas, available=ready, created=OLD)],
+    )
+    assert sizes == ({} if expected_old is None else {"foo-v2": expected_old})
