@@ -72,6 +72,7 @@ class Record:
             max_unavailable=spec.max_unavailable,
             progress_deadline_seconds=spec.progress_deadline_seconds,
             paused=spec.paused,
+            rolling=spec.rolling,
         )
 
     def owner_reference(self) -> client.V1OwnerReference:

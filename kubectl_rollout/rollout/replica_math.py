@@ -76,8 +76,11 @@ def max_surge(replicas: int, surge: IntOrPercent | None, unavailable: IntOrPerce
     return resolve_fenceposts(surge, unavailable, replicas)[0]
 
 
-def max_unavailable(replicas: int, surge: IntOrPercent | None, unavailable: IntOrPercent | None) -> int:
-    if replicas == 0:
+def max_unavailable(
+    replicas: int, surge: IntOrPercent | None, unavailable: IntOrPercent | None, *, rolling: bool = True
+) -> int:
+    """MaxUnavailable: 0 for Recreate (no replica may be missing for the Available condition) or 0 replicas."""
+    if replicas == 0 or not rolling:
         return 0
     return min(resolve_fenceposts(surge, unavailable, replicas)[1], replicas)
 

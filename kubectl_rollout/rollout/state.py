@@ -137,6 +137,8 @@ class Target:
     max_unavailable: int | str
     progress_deadline_seconds: int | None
     paused: bool = False
+    #: RollingUpdate; Recreate counts no replica as allowed to be unavailable (MaxUnavailable returns 0)
+    rolling: bool = True
 
 
 def _iso(epoch: float) -> str:
@@ -194,7 +196,9 @@ def calculate_status(
         available_replicas=available,
         unavailable_replicas=max(0, total - available),
     )
-    least = target.replicas - max_unavailable(target.replicas, target.max_surge, target.max_unavailable)
+    least = target.replicas - max_unavailable(
+        target.replicas, target.max_surge, target.max_unavailable, rolling=target.rolling
+    )
     if available >= least:
         cond = condition(AVAILABLE, True, MINIMUM_AVAILABLE, "Deployment has minimum availability.", now)
     else:

@@ -93,6 +93,12 @@ def test_max_unavailable(replicas: int, surge: int, unavailable: int | str, expe
     assert max_unavailable(replicas, surge, unavailable) == expected
 
 
+def test_max_unavailable_of_recreate_is_zero() -> None:
+    # deployment_util_test.go TestMaxUnavailable "maxUnavailable with Recreate deployment strategy": 0, so a
+    # Recreate workload is Available only with every replica available.
+    assert max_unavailable(10, 0, 0, rolling=False) == 0
+
+
 @pytest.mark.parametrize(
     ("replicas", "surge", "old", "new", "expected"),
     [

@@ -124,3 +124,25 @@ def test_status_round_trips_through_json() -> None:
     new, all_rs = views((4, 4, 4), (0, 0, 0))
     status = sync_rollout_status(TARGET, all_rs, new, RolloutStatus(), T0)
     assert RolloutStatus.from_dict(status.as_dict()) == status
+
+
+def test_a_recreate_workload_is_available_only_with_every_replica() -> None:
+    # Issue 12 item 5: MaxUnavailable is 0 for Recreate (deployment_util.go), so 3 of 4 available is not
+    # minimum availability; the spec's own surge 0 / unavailable 0 would resolve to unavailable 1.
+    recreate = Target(
+        name="web",
+        generation=2,
+        replicas=4,
+        max_surge=0,
+        max_unavailable=0,
+        progress_deadline_seconds=600,
+        rolling=False,
+    )
+    new, all_rs = views((4, 4, 3), (0, 0, 0))
+    status = sync_rollout_status(recreate, all_rs, new, RolloutStatus(), T0)
+    available = status.condition(AVAILABLE)
+    assert available is not None
+    assert (available.status, available.reason) == ("False", "MinimumReplicasUnavailable")
+    new, all_rs = views((4, 4, 4), (0, 0, 0))
+    status = sync_rollout_status(recreate, all_rs, new, status, T0 + 1)
+    assert status.condition(AVAILABLE).status == "True"  # type: ignore[union-attr]
