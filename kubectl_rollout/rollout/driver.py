@@ -53,6 +53,7 @@ from kubectl_rollout.rollout.record import (
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import (
     PODS_FAILING,
+    PROGRESSING,
     REPLICA_FAILURE,
     TIMED_OUT,
     RolloutStatus,
@@ -327,6 +328,8 @@ class RolloutDriver:
                 )
             )
             status = dataclasses.replace(status, collision_count=collisions)
+            if record.target().progress_deadline_seconds is None:
+                return status  # no deadline, no Progressing condition (HasProgressDeadline)
             return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"')
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
@@ -351,6 +354,9 @@ class RolloutDriver:
                     workload=self.name, name=action.name, revision=action.revision, previous_revision=previous
                 )
             )
+            if record.target().progress_deadline_seconds is None or status.condition(PROGRESSING) is not None:
+                # getNewReplicaSet: FoundNewReplicaSet only starts a Progressing condition; it never replaces one.
+                return status
             return _with_progress(status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
         elif isinstance(action, DeleteReplicaSet):
             replica_sets.delete(self.cluster, record, action.name)

@@ -27,6 +27,8 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "kubectl-rollout-plus"
 WORKLOAD_LABEL = "rollout-plus.kubectl.io/workload"
 CHANGE_CAUSE = "kubernetes.io/change-cause"
+#: progressDeadlineSeconds of math.MaxInt32 means no deadline at all (HasProgressDeadline)
+NO_DEADLINE = 2**31 - 1
 
 
 class WorkloadNotFound(UserFacingError):
@@ -70,7 +72,9 @@ class Record:
             replicas=spec.replicas,
             max_surge=spec.max_surge,
             max_unavailable=spec.max_unavailable,
-            progress_deadline_seconds=spec.progress_deadline_seconds,
+            progress_deadline_seconds=None
+            if spec.progress_deadline_seconds == NO_DEADLINE
+            else spec.progress_deadline_seconds,
             paused=spec.paused,
             rolling=spec.rolling,
         )

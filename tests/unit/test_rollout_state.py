@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import pytest
 
+from kubectl_rollout.rollout.record import NO_DEADLINE, from_config_map
 from kubectl_rollout.rollout.state import (
     AVAILABLE,
     NEW_RS_AVAILABLE,
@@ -146,3 +150,31 @@ def test_a_recreate_workload_is_available_only_with_every_replica() -> None:
     new, all_rs = views((4, 4, 4), (0, 0, 0))
     status = sync_rollout_status(recreate, all_rs, new, status, T0 + 1)
     assert status.condition(AVAILABLE).status == "True"  # type: ignore[union-attr]
+
+
+def test_no_deadline_means_no_progressing_condition() -> None:
+    # progress.go syncRolloutStatus: without a deadline (nil, or math.MaxInt32) the condition is removed.
+    endless = Target(
+        name="web", generation=2, replicas=4, max_surge=1, max_unavailable=1, progress_deadline_seconds=None
+    )
+    new, all_rs = views((2, 2, 0), (3, 3, 3))
+    with_one = sync_rollout_status(TARGET, all_rs, new, RolloutStatus(), T0)
+    assert with_one.condition(PROGRESSING) is not None
+    assert sync_rollout_status(endless, all_rs, new, with_one, T0 + 1).condition(PROGRESSING) is None
+
+
+def test_a_progress_deadline_of_max_int32_is_no_deadline() -> None:
+    # deployment_util.go HasProgressDeadline: math.MaxInt32 is how apps/v1 spells "no deadline".
+    document = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "progressDeadlineSeconds": NO_DEADLINE,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "a", "image": "v"}]}},
+        },
+    }
+    config_map = SimpleNamespace(metadata=SimpleNamespace(namespace="default"), data={"manifest": json.dumps(document)})
+    assert from_config_map(config_map).target().progress_deadline_seconds is None
