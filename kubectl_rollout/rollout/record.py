@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
-from kubectl_rollout.rollout.spec import WorkloadSpec, parse_workload
+from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus, Target
 
 RECORD_PREFIX = "rollout-plus."
@@ -145,6 +145,7 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
             cluster.core.create_namespaced_config_map, spec.namespace, _body(manifest, 1, RolloutStatus(), spec)
         )
         return from_config_map(created)
+    _check_selector_unchanged(previous.spec, spec)
     changed = json.dumps(previous.manifest.get("spec"), sort_keys=True) != json.dumps(
         manifest.get("spec"), sort_keys=True
     )
@@ -153,6 +154,26 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
     body["metadata"]["resourceVersion"] = previous.resource_version
     replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)
     return from_config_map(replaced)
+
+
+def _selector(spec: WorkloadSpec) -> str:
+    """The selector as canonical JSON; empty matchLabels / matchExpressions say nothing, as if left out."""
+    return json.dumps({k: v for k, v in spec.selector.items() if v}, sort_keys=True)
+
+
+def _check_selector_unchanged(previous: WorkloadSpec, spec: WorkloadSpec) -> None:
+    """spec.selector is immutable in apps/v1: the API server refuses to change a Deployment's, and so do we.
+
+    The ReplicaSets and pods of the workload were made to match the old
+    selector; a new one would orphan them (or adopt pods that are not ours).
+    """
+    if _selector(previous) == _selector(spec):
+        return
+    raise InvalidManifest(
+        f'Deployment "{spec.name}" is invalid: spec.selector: Invalid value: {_selector(spec)}: field is immutable '
+        f"(the workload's selector is {_selector(previous)}); nothing was changed. To change the selector, "
+        f"delete the workload with kubectl rollout-plus delete {spec.name} -n {spec.namespace} and apply it again"
+    )
 
 
 class StaleRecord(Exception):

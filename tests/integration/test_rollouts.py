@@ -591,6 +591,35 @@ def test_invalid_manifests_change_nothing(
     assert cluster.apps.list_namespaced_replica_set(namespace).items == []
 
 
+def test_a_changed_selector_is_refused_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    # Issue 12 item 11: spec.selector is immutable; the API server refuses the change for a Deployment.
+    document = workload("web", 2)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    before_record = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+    before_rs = shape(cluster, namespace, "web")
+    changed = copy.deepcopy(document)
+    changed["spec"]["selector"] = {"matchLabels": {"app": "web", "tier": "front"}}
+    changed["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/app:v2"
+
+    result = apply(kubeconfig, namespace, changed, tmp_path)
+
+    assert result.returncode == 2, result.stderr
+    assert 'Deployment "web" is invalid: spec.selector: Invalid value:' in result.stderr
+    assert "field is immutable" in result.stderr
+    assert "kubectl rollout-plus delete web" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    after_record = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+    assert after_record.metadata.resource_version == before_record.metadata.resource_version
+    assert shape(cluster, namespace, "web") == before_rs
+    # The same selector spelt with an empty matchExpressions is no change at all.
+    spelt = copy.deepcopy(document)
+    spelt["spec"]["selector"]["matchExpressions"] = []
+    assert apply(kubeconfig, namespace, spelt, tmp_path).returncode == 0
+
+
 def test_unknown_workload_is_one_line(namespace: str, kubeconfig: Path) -> None:
     for args in (["status", "ghost"], ["set", "image", "ghost", "app=x"], ["undo", "ghost"], ["pause", "ghost"]):
         result = run_plugin(*args, "-n", namespace, kubeconfig=kubeconfig)

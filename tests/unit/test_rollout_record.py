@@ -1,0 +1,46 @@
+"""What the record refuses to store, before anything reaches the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubectl_rollout.rollout.record import _check_selector_unchanged
+from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
+
+
+def spec(selector: dict[str, Any], labels: dict[str, str]) -> WorkloadSpec:
+    return parse_workload(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": selector,
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "a", "image": "v"}]}},
+            },
+        },
+        default_namespace="default",
+    )
+
+
+WEB = spec({"matchLabels": {"app": "web"}}, {"app": "web"})
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels"),
+    [
+        ({"matchLabels": {"app": "web", "tier": "front"}}, {"app": "web", "tier": "front"}),
+        ({"matchLabels": {"app": "api"}}, {"app": "api"}),
+        ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}, {"app": "web"}),
+    ],
+    ids=["narrower", "other", "same-pods-other-spelling"],
+)
+def test_a_changed_selector_is_immutable(selector: dict[str, Any], labels: dict[str, str]) -> None:
+    with pytest.raises(InvalidManifest, match=r"spec\.selector: Invalid value: .*field is immutable"):
+        _check_selector_unchanged(WEB, spec(selector, labels))
+
+
+def test_an_empty_match_expressions_is_the_same_selector() -> None:
+    _check_selector_unchanged(WEB, spec({"matchLabels": {"app": "web"}, "matchExpressions": []}, {"app": "web"}))
