@@ -33,7 +33,7 @@ from kubectl_rollout.rollout.record import (
 )
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus
-from kubectl_rollout.rollout.template_hash import pod_template_hash
+from kubectl_rollout.rollout.template_hash import template_identity
 
 #: annotations the Deployment controller owns; they do not belong in a manifest
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision", "kubectl.kubernetes.io/last-applied-configuration")
@@ -128,9 +128,7 @@ def adopt(cluster: Cluster, namespace: str, name: str) -> Record:
             "metadata": {
                 "labels": {WORKLOAD_LABEL: name},
                 "annotations": {
-                    replica_sets.TEMPLATE_HASH: replica_sets.template_hash(spec)
-                    if is_new
-                    else pod_template_hash(template),
+                    replica_sets.TEMPLATE_HASH: template_identity(template),
                     replica_sets.TEMPLATE: json.dumps(
                         spec.template if is_new else template, sort_keys=True, separators=(",", ":")
                     ),

@@ -229,7 +229,7 @@ class RolloutDriver:
         spec = record.spec
         mine = replica_sets.owned(all_rs, record)
         managed = [replica_sets.to_managed(rs) for rs in mine]
-        template_hash = replica_sets.template_hash(spec)
+        template_hash = replica_sets.current_identity(self.cluster, record)
         new, _old = split(template_hash, managed)
         new_rs = next((rs for rs in mine if new is not None and rs.metadata.name == new.name), None)
         target = record.target()
@@ -479,9 +479,9 @@ class RolloutDriver:
     def _rollback(self, record: Record, mine: list[Any]) -> tuple[int, str] | None:
         """Return to the newest revision other than the current one: (revision, ReplicaSet); None when none."""
         record = read(self.cluster, record.namespace, record.name)  # fresh: the watch cache may lag
-        current = replica_sets.template_hash(record.spec)
+        current = replica_sets.current_identity(self.cluster, record)
         candidates = sorted(
-            (rs for rs in mine if (rs.metadata.annotations or {}).get(replica_sets.TEMPLATE_HASH) != current),
+            (rs for rs in mine if replica_sets.to_managed(rs).template_hash != current),
             key=lambda rs: replica_sets.to_managed(rs).revision,
             reverse=True,
         )

@@ -113,7 +113,7 @@ class _Follower:
                 self.status = record.status
                 if message != self.reported:
                     mine = replica_sets.owned(rs_watch.snapshot(), record)
-                    current = replica_sets.template_hash(record.spec)
+                    current = replica_sets.current_identity(self.cluster, record)
                     new = next((m.name for m in map(replica_sets.to_managed, mine) if m.template_hash == current), "")
                     self.emit(progress_event(record, record.status, phase, message, replica_sets.rows(mine, new)))
                     self.reported = message

@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.rollout.server_defaults import defaulted_template
 from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus, Target
 
@@ -46,6 +47,8 @@ class Record:
     spec: WorkloadSpec
     generation: int
     status: RolloutStatus
+    #: the pod template as the API server defaults it (None in records written before it was kept)
+    defaulted_template: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -99,6 +102,7 @@ def from_config_map(config_map: Any) -> Record:
         spec=parse_workload(manifest, default_namespace=config_map.metadata.namespace),
         generation=int(data.get("generation", "1")),
         status=RolloutStatus.from_dict(json.loads(data.get("status") or "{}")),
+        defaulted_template=json.loads(data["template"]) if data.get("template") else None,
     )
 
 
@@ -123,7 +127,13 @@ def exists(cluster: Cluster, namespace: str, name: str) -> bool:
     return True
 
 
-def _body(manifest: dict[str, Any], generation: int, status: RolloutStatus, spec: WorkloadSpec) -> dict[str, Any]:
+def _body(
+    manifest: dict[str, Any],
+    generation: int,
+    status: RolloutStatus,
+    spec: WorkloadSpec,
+    template: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "metadata": {
             "name": record_name(spec.name),
@@ -134,6 +144,7 @@ def _body(manifest: dict[str, Any], generation: int, status: RolloutStatus, spec
             "manifest": json.dumps(manifest, sort_keys=True),
             "generation": str(generation),
             "status": json.dumps(status.as_dict(), sort_keys=True),
+            "template": json.dumps(template, sort_keys=True),
         },
     }
 
@@ -141,16 +152,20 @@ def _body(manifest: dict[str, Any], generation: int, status: RolloutStatus, spec
 def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, previous: Record | None) -> Record:
     """Create the record, or store a new spec; the generation grows only when the spec changed."""
     if previous is None:
-        created = call_with_retry(
-            cluster.core.create_namespaced_config_map, spec.namespace, _body(manifest, 1, RolloutStatus(), spec)
-        )
+        body = _body(manifest, 1, RolloutStatus(), spec, defaulted_template(cluster, spec))
+        created = call_with_retry(cluster.core.create_namespaced_config_map, spec.namespace, body)
         return from_config_map(created)
     _check_selector_unchanged(previous.spec, spec)
+    same_template = json.dumps(previous.spec.template, sort_keys=True) == json.dumps(spec.template, sort_keys=True)
+    if same_template and previous.defaulted_template is not None:
+        template = previous.defaulted_template
+    else:
+        template = defaulted_template(cluster, spec)
     changed = json.dumps(previous.manifest.get("spec"), sort_keys=True) != json.dumps(
         manifest.get("spec"), sort_keys=True
     )
     generation = previous.generation + 1 if changed else previous.generation
-    body = _body(manifest, generation, previous.status, spec)
+    body = _body(manifest, generation, previous.status, spec, template)
     body["metadata"]["resourceVersion"] = previous.resource_version
     replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)
     return from_config_map(replaced)

@@ -2,9 +2,10 @@
 
 Annotations are the Deployment controller's (``deployment.kubernetes.io/revision``,
 ``desired-replicas``, ``max-replicas``, ``revision-history``) so that tools
-reading them (kubectl rollout history, dashboards) understand ours too. Our
-own ``rollout-plus.kubectl.io/template-hash`` identifies the template a
-ReplicaSet runs independently of how the API server defaulted it.
+reading them (kubectl rollout history, dashboards) understand ours too. Which
+ReplicaSet runs the workload's template is decided as the controller decides
+it: by comparing templates as the API server stored them (``server_defaults``);
+our ``rollout-plus.kubectl.io/template-hash`` annotation records that identity.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.serialization import to_plain
 from kubectl_rollout.rollout.plan import ManagedReplicaSet, surge_annotation
 from kubectl_rollout.rollout.record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
-from kubectl_rollout.rollout.spec import WorkloadSpec
+from kubectl_rollout.rollout.server_defaults import defaulted_template
 from kubectl_rollout.rollout.state import ReplicaSetView
-from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, without_hash_label
+from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, template_identity, without_hash_label
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -35,9 +36,15 @@ TEMPLATE_HASH = "rollout-plus.kubectl.io/template-hash"
 TEMPLATE = "rollout-plus.kubectl.io/template"
 
 
-def template_hash(spec: WorkloadSpec) -> str:
-    """Identifies the spec's template among the ReplicaSets (collision count not included)."""
-    return pod_template_hash(spec.template)
+def current_identity(cluster: Cluster, record: Record) -> str:
+    """Identifies the workload's template among its ReplicaSets: its identity as the API server defaults it.
+
+    Records written before the defaulted template was kept ask the server now (once per process and template).
+    """
+    template = record.defaulted_template
+    if template is None:
+        template = defaulted_template(cluster, record.spec)
+    return template_identity(template)
 
 
 def _int(annotations: Mapping[str, str], key: str) -> int | None:
@@ -52,7 +59,8 @@ def to_managed(rs: Any) -> ManagedReplicaSet:
     status = rs.status
     return ManagedReplicaSet(
         name=rs.metadata.name,
-        template_hash=annotations.get(TEMPLATE_HASH, ""),
+        # The template the ReplicaSet runs, as the API server stored it: compared, not the one it was applied as.
+        template_hash=template_identity(template_without_hash(rs)),
         replicas=rs.spec.replicas or 0,
         current=(status.replicas or 0) if status else 0,
         available=(status.available_replicas or 0) if status else 0,
@@ -112,7 +120,7 @@ def pod_template_hash_of(rs: Any) -> str:
     return str((rs.metadata.labels or {}).get(HASH_LABEL, ""))
 
 
-def _manifest(record: Record, replicas: int, revision: int, collision_count: int) -> dict[str, Any]:
+def _manifest(record: Record, replicas: int, revision: int, collision_count: int, identity: str) -> dict[str, Any]:
     spec = record.spec
     pth = pod_template_hash(spec.template, collision_count)
     template = copy.deepcopy(dict(spec.template))
@@ -123,7 +131,7 @@ def _manifest(record: Record, replicas: int, revision: int, collision_count: int
         REVISION: str(revision),
         DESIRED_REPLICAS: str(spec.replicas),
         MAX_REPLICAS: str(surge_annotation(spec)),
-        TEMPLATE_HASH: template_hash(spec),
+        TEMPLATE_HASH: identity,
         TEMPLATE: json.dumps(spec.template, sort_keys=True, separators=(",", ":")),
     }
     if CHANGE_CAUSE in spec.annotations:
@@ -152,17 +160,16 @@ def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, co
 
     Returns the ReplicaSet and the collision count it was created with.
     """
+    identity = current_identity(cluster, record)
     while True:
-        body = _manifest(record, replicas, revision, collision_count)
+        body = _manifest(record, replicas, revision, collision_count, identity)
         try:
             return call_with_retry(cluster.apps.create_namespaced_replica_set, record.namespace, body), collision_count
         except ApiException as err:
             if err.status != 409:
                 raise
         existing = call_with_retry(cluster.apps.read_namespaced_replica_set, body["metadata"]["name"], record.namespace)
-        ours = (existing.metadata.annotations or {}).get(TEMPLATE_HASH) == template_hash(record.spec) and owned(
-            [existing], record
-        )
+        ours = to_managed(existing).template_hash == identity and owned([existing], record)
         if ours:
             return existing, collision_count
         collision_count += 1

@@ -10,6 +10,7 @@ hashes Go's printed struct), the shape and the collision handling do not.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -48,3 +49,14 @@ def pod_template_hash(template: Mapping[str, Any], collision_count: int | None =
         # The controller writes the count's 4 bytes, little-endian, into the hash.
         canonical += collision_count.to_bytes(4, "little", signed=False)
     return safe_encode(str(fnv1a_32(canonical)))
+
+
+def template_identity(template: Mapping[str, Any]) -> str:
+    """What makes two pod templates the same template (EqualIgnoreHash): their canonical JSON, hash label aside.
+
+    Compare only templates the API server has defaulted (a ReplicaSet's own,
+    or a spec's through ``server_defaults``): a manifest that spells out a
+    default, or leaves one out, is the same template.
+    """
+    canonical = json.dumps(without_hash_label(template), sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(canonical).hexdigest()[:20]

@@ -677,6 +677,85 @@ def test_adopt_then_release_keeps_every_pod(cluster: Cluster, namespace: str, ku
     assert census.fewest_ready == 3
 
 
+def test_reapplying_the_manifest_of_an_adopted_deployment_replaces_no_pod(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    # Issue 12 item 2: the adopted record holds the Deployment's spec as the API server defaulted it; the
+    # manifest that created it does not spell the defaults out. The controller compares defaulted templates,
+    # so re-applying that manifest is no template change: no new ReplicaSet, no pod replaced.
+    document = workload("shop", 3)
+    cluster.apps.create_namespaced_deployment(namespace, document)
+    watching.until(
+        cluster.apps.list_namespaced_deployment,
+        lambda d: (d.status.available_replicas or 0) == 3,
+        namespace=namespace,
+        timeout=60,
+        what="shop available",
+    )
+    adopted = run_plugin("adopt", "deployment/shop", "-n", namespace, kubeconfig=kubeconfig)
+    assert adopted.returncode == 0, adopted.stderr
+    before = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    replica_sets_before = shape(cluster, namespace, "shop")
+    census = PodCensus(cluster, namespace, "shop").start()
+
+    reapplied = apply(kubeconfig, namespace, document, tmp_path)
+    assert reapplied.returncode == 0, reapplied.stderr
+    # Spelling out defaults (a tagged image's pull policy, the default termination message path and DNS
+    # policy) is the same template again.
+    spelt = copy.deepcopy(document)
+    spelt["spec"]["template"]["spec"]["containers"][0].update(
+        imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log"
+    )
+    spelt["spec"]["template"]["spec"]["dnsPolicy"] = "ClusterFirst"
+    respelt = apply(kubeconfig, namespace, spelt, tmp_path)
+    assert respelt.returncode == 0, respelt.stderr
+    census.stop()
+
+    assert shape(cluster, namespace, "shop") == replica_sets_before
+    assert {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items} == before
+    assert census.pods_per_image() == {manifests.IMAGE: 3}
+    assert 'deployment "shop" successfully rolled out' in respelt.stdout
+
+
+def test_a_manifest_that_only_adds_defaults_rolls_nothing_out(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    document = workload("web", 2)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    before = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    spelt = copy.deepcopy(document)
+    spelt["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    spelt["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    result = apply(kubeconfig, namespace, spelt, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert shape(cluster, namespace, "web") == [(1, 2, manifests.IMAGE)]
+    assert {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items} == before
+    # A real change is still one: Always is not the default pull policy of a tagged image.
+    changed = copy.deepcopy(spelt)
+    changed["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+    assert apply(kubeconfig, namespace, changed, tmp_path).returncode == 0
+    assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 2, manifests.IMAGE)]
+
+
+def test_a_template_the_api_server_refuses_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    # The server-side dry run that defaults the template also validates it: refused before anything is stored.
+    document = workload("web", 2)
+    document["spec"]["template"]["spec"]["containers"][0]["name"] = "Not_A_Name"
+    result = apply(kubeconfig, namespace, document, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith('error: Deployment "web" is invalid: spec.template.spec.containers[0].name')
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert (
+        cluster.core.list_namespaced_config_map(
+            namespace, label_selector="app.kubernetes.io/managed-by=kubectl-rollout-plus"
+        ).items
+        == []
+    )
+    assert cluster.apps.list_namespaced_replica_set(namespace).items == []
+
+
 def test_adopting_a_missing_deployment_changes_nothing(namespace: str, kubeconfig: Path, cluster: Cluster) -> None:
     result = run_plugin("adopt", "deployment/ghost", "-n", namespace, kubeconfig=kubeconfig)
     assert result.returncode == 1

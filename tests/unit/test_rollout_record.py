@@ -8,6 +8,7 @@ import pytest
 
 from kubectl_rollout.rollout.record import _check_selector_unchanged
 from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
+from kubectl_rollout.rollout.template_hash import template_identity
 
 
 def spec(selector: dict[str, Any], labels: dict[str, str]) -> WorkloadSpec:
@@ -44,3 +45,13 @@ def test_a_changed_selector_is_immutable(selector: dict[str, Any], labels: dict[
 
 def test_an_empty_match_expressions_is_the_same_selector() -> None:
     _check_selector_unchanged(WEB, spec({"matchLabels": {"app": "web"}, "matchExpressions": []}, {"app": "web"}))
+
+
+def test_template_identity_ignores_the_hash_label_and_key_order() -> None:
+    # util/deployment_util_test.go TestEqualIgnoreHash: templates equal but for pod-template-hash are equal.
+    base = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "a", "image": "v"}]}}
+    hashed = {"spec": {"containers": [{"image": "v", "name": "a"}]}, "metadata": {"labels": {"app": "web"}}}
+    hashed["metadata"]["labels"]["pod-template-hash"] = "abc"  # type: ignore[index]
+    assert template_identity(base) == template_identity(hashed)
+    other = {"metadata": {"labels": {"app": "web", "x": "y"}}, "spec": base["spec"]}
+    assert template_identity(base) != template_identity(other)
