@@ -36,6 +36,7 @@ from kubectl_rollout.rollout.plan import (
     ManagedReplicaSet,
     ScaleReplicaSet,
     SetRevision,
+    old_pods_running,
     plan,
     split,
 )
@@ -239,17 +240,23 @@ class RolloutDriver:
         status = sync_rollout_status(target, views, new_view, record.status, now)
         status = self._pod_failures(status, new_rs, pods, now)
 
-        new_hash = replica_sets.pod_template_hash_of(new_rs) if new_rs is not None else None
-        old_pods_running = any(
-            (p.metadata.labels or {}).get(HASH_LABEL) != new_hash and (p.status.phase not in ("Succeeded", "Failed"))
-            for p in pods
+        uids = {rs.metadata.uid for rs in mine}
+        pod_phases: dict[str, list[str]] = {}
+        for pod in pods:
+            owner = next((ref.uid for ref in pod.metadata.owner_references or [] if ref.controller), None)
+            if owner is not None and owner in uids:
+                pod_phases.setdefault(str(owner), []).append((pod.status.phase if pod.status else None) or "Pending")
+        running = old_pods_running(
+            new_uid=new_rs.metadata.uid if new_rs is not None else None,
+            old_status_replicas=[m.current for m in managed if new is None or m.name != new.name],
+            pod_phases=pod_phases,
         )
         actions = plan(
             spec,
             template_hash,
             managed,
             status_replicas=status.replicas,
-            old_pods_running=old_pods_running,
+            old_pods_running=running,
             complete=is_complete(target, status),
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)

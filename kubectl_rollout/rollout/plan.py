@@ -11,7 +11,7 @@ Pure: ReplicaSet snapshots in, a list of actions out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kubectl_rollout.rollout.replica_math import (
@@ -75,6 +75,25 @@ Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet
 def _state(rs: ManagedReplicaSet) -> ReplicaSetState:
     return ReplicaSetState(
         name=rs.name, replicas=rs.replicas, available=rs.available, created=rs.created, max_replicas=rs.max_replicas
+    )
+
+
+def old_pods_running(
+    *, new_uid: str | None, old_status_replicas: Sequence[int], pod_phases: Mapping[str, Sequence[str]]
+) -> bool:
+    """recreate.go oldPodsRunning: may an old pod still run? (Recreate creates no new pod while one might.)
+
+    ``old_status_replicas``: status.replicas of each old ReplicaSet;
+    ``pod_phases``: the phases of the pods each of the workload's ReplicaSets
+    controls, by ReplicaSet uid. Pods nobody of ours controls (a bare pod that
+    happens to match the selector) are not the workload's and never count.
+    Terminal pods (Succeeded, Failed) do not run; any other phase, Unknown
+    included, might.
+    """
+    if sum(old_status_replicas) > 0:
+        return True
+    return any(
+        phase not in ("Succeeded", "Failed") for uid, phases in pod_phases.items() if uid != new_uid for phase in phases
     )
 
 

@@ -270,6 +270,26 @@ def test_recreate_side_by_side_never_runs_old_and_new_pods_together(both: SideBy
     assert shape(both.cluster, both.ours, "web") == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
 
 
+def test_recreate_is_not_held_back_by_a_pod_it_does_not_own(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    # Issue 12 item 7: a bare pod matching the selector is not one of the workload's; oldPodsRunning counts
+    # only pods its ReplicaSets control, so Recreate goes on (it waited forever).
+    document = workload("web", 2, recreate=True)
+    assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
+    stray = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "stray", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": manifests.IMAGE}]},
+    }
+    cluster.core.create_namespaced_pod(namespace, stray)
+    result = apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path, "--timeout", "60s")
+    assert result.returncode == 0, result.stderr
+    assert shape(cluster, namespace, "web") == [(1, 0, manifests.IMAGE), (2, 2, "registry.example/app:v2")]
+    assert cluster.core.read_namespaced_pod("stray", namespace).metadata.deletion_timestamp is None
+
+
 def test_undo_and_undo_to_revision_side_by_side(both: SideBySide) -> None:
     document = workload("web", 3, surge=1, unavailable=0)
     both.apply(document)

@@ -20,6 +20,7 @@ from kubectl_rollout.rollout.plan import (
     ScaleReplicaSet,
     SetRevision,
     cleanup,
+    old_pods_running,
     plan,
     surge_annotation,
 )
@@ -456,3 +457,26 @@ def test_a_paused_workload_prunes_history_too() -> None:
         spec(3, history=1, paused=True), "v1", rses, status_replicas=3, old_pods_running=True, complete=False
     )
     assert actions == [DeleteReplicaSet("web-1")]
+
+
+@pytest.mark.parametrize(
+    ("old_status_replicas", "pod_phases", "running"),
+    [
+        # recreate_test.go TestOldPodsRunning; the new ReplicaSet's uid is "new"
+        pytest.param([], {}, False, id="no-old-replica-sets"),
+        pytest.param([0, 0], {"some-uid": ["Running"], "other-uid": ["Running"]}, True, id="old-with-running-pods"),
+        pytest.param([1], {}, True, id="no-pods-but-status-replicas"),
+        pytest.param([0], {}, False, id="no-pods-no-status-replicas"),
+        pytest.param([0], {"uid-1": ["Failed", "Succeeded"]}, False, id="terminal-pods-only"),
+        pytest.param([0], {"uid-1": ["Unknown"]}, True, id="unknown-phase"),
+        pytest.param([0], {"uid-1": ["Pending"]}, True, id="pending"),
+        pytest.param([0], {"uid-1": ["Running"]}, True, id="running"),
+        pytest.param(
+            [0], {"uid-1": ["Failed", "Succeeded"], "uid-2": [], "uid-3": ["Pending"]}, True, id="terminal-and-pending"
+        ),
+        # ours: the new ReplicaSet's own pods never hold it back
+        pytest.param([0], {"new": ["Running", "Pending"]}, False, id="new-pods-only"),
+    ],
+)
+def test_old_pods_running(old_status_replicas: list[int], pod_phases: dict[str, list[str]], running: bool) -> None:
+    assert old_pods_running(new_uid="new", old_status_replicas=old_status_replicas, pod_phases=pod_phases) is running
