@@ -281,7 +281,7 @@ class RolloutDriver:
             if rolled_back is not None:
                 self._rolled_back_to = rolled_back
                 return None
-        if spec.paused and not actions:
+        if spec.paused and not actions and not phase.failed:
             # No progress while paused (scaling only, done above): leave the lease for whoever resumes it.
             return RolloutResult(
                 succeeded=True,

@@ -40,7 +40,7 @@ from kubectl_rollout.rollout.record import (
     save_status,
 )
 from kubectl_rollout.rollout.spec import parse_workload
-from kubectl_rollout.rollout.state import PAUSED, PROGRESSING, RESUMED, condition, rollout_phase, set_condition
+from kubectl_rollout.rollout.state import paused_conditions, rollout_phase
 from kubectl_rollout.rollout.state import status_message as phase_message
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -214,16 +214,25 @@ def set_paused(cluster: Cluster, namespace: str, name: str, emit: Emit, *, pause
         raise UsageError(
             f'workload "{name}" is already paused' if paused else f'workload "{name}" is not paused; nothing to resume'
         )
-    reason, message = (PAUSED, "Deployment is paused") if paused else (RESUMED, "Deployment is resumed")
 
     def attempt() -> tuple[Record, Record, Record]:
         before = read(cluster, namespace, name)
         manifest = copy.deepcopy(before.manifest)
         manifest["spec"]["paused"] = paused
         stored = save_spec(cluster, manifest, parse_workload(manifest, default_namespace=before.namespace), before)
-        progressing = dataclasses.replace(condition(PROGRESSING, True, reason, message, time.time()), status="Unknown")
-        conditions = set_condition(stored.status.conditions, progressing)
-        return before, stored, save_status(cluster, stored, dataclasses.replace(stored.status, conditions=conditions))
+        conditions = paused_conditions(
+            stored.status.conditions,
+            paused=paused,
+            has_deadline=stored.target().progress_deadline_seconds is not None,
+            now=time.time(),
+        )
+        status = dataclasses.replace(stored.status, conditions=conditions)
+        if paused and before.status.observed_generation >= before.generation:
+            # A pause asks nothing of the ReplicaSets: it is observed as soon as it is stored, as the
+            # controller's paused sync observes it at once (otherwise status would say "Waiting for
+            # deployment spec update to be observed" until some driver ran).
+            status = dataclasses.replace(status, observed_generation=stored.generation)
+        return before, stored, save_status(cluster, stored, status)
 
     before, stored, after = retrying_conflicts(name, attempt)
     change = ev.SpecChange.PAUSE if paused else ev.SpecChange.RESUME

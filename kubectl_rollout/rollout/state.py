@@ -177,6 +177,28 @@ def condition(kind: str, status: bool, reason: str, message: str, now: float) ->
     )
 
 
+def paused_conditions(
+    conditions: Sequence[Condition], *, paused: bool, has_deadline: bool, now: float
+) -> tuple[Condition, ...]:
+    """checkPausedConditions: Progressing Unknown DeploymentPaused on pause, DeploymentResumed on resume.
+
+    Nothing without a progress deadline, and a ProgressDeadlineExceeded is
+    never overwritten: a rollout that timed out stays failed while paused.
+    """
+    current = next((c for c in conditions if c.type == PROGRESSING), None)
+    if not has_deadline or (current is not None and current.reason == TIMED_OUT):
+        return tuple(conditions)
+    paused_now = current is not None and current.reason == PAUSED
+    if paused and not paused_now:
+        reason, message = PAUSED, "Deployment is paused"
+    elif not paused and paused_now:
+        reason, message = RESUMED, "Deployment is resumed"
+    else:
+        return tuple(conditions)
+    cond = dataclasses.replace(condition(PROGRESSING, True, reason, message, now), status="Unknown")
+    return set_condition(conditions, cond)
+
+
 def calculate_status(
     target: Target,
     replica_sets: Sequence[ReplicaSetView],

@@ -550,6 +550,26 @@ def test_progress_deadline_exceeded_side_by_side(both: SideBySide) -> None:
     progressing = next(c for c in status["status"]["conditions"] if c["type"] == "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
 
+    # Issue 12 item 8: pausing keeps ProgressDeadlineExceeded (checkPausedConditions), so status still fails.
+    assert run_plugin("pause", "web", "-n", both.ours, kubeconfig=both.kubeconfig).returncode == 0
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": True}})
+    watching.until(
+        both.cluster.apps.list_namespaced_deployment,
+        lambda d: d.status.observed_generation == d.metadata.generation,
+        namespace=both.theirs,
+        timeout=30,
+        what="the controller to see the pause",
+    )
+    for args in ([], ["-w"]):
+        paused = run_plugin("status", "web", *args, "-n", both.ours, kubeconfig=both.kubeconfig)
+        assert paused.returncode == 1, (args, paused.stdout, paused.stderr)
+        assert 'deployment "web" exceeded its progress deadline' in paused.stdout + paused.stderr
+    ours = json.loads(run_plugin("status", "web", "-n", both.ours, "-o", "json", kubeconfig=both.kubeconfig).stdout)
+    theirs = both.cluster.apps.read_namespaced_deployment("web", both.theirs).status
+    assert {c["type"]: (c["status"], c["reason"]) for c in ours["status"]["conditions"]} == {
+        c.type: (c.status, c.reason) for c in theirs.conditions
+    }
+
 
 def test_a_driver_killed_mid_rollout_is_finished_by_the_next_one(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path

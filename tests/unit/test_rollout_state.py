@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -18,6 +19,7 @@ from kubectl_rollout.rollout.state import (
     RolloutStatus,
     Target,
     condition,
+    paused_conditions,
     rollout_status_message,
     set_condition,
     sync_rollout_status,
@@ -178,3 +180,24 @@ def test_a_progress_deadline_of_max_int32_is_no_deadline() -> None:
     }
     config_map = SimpleNamespace(metadata=SimpleNamespace(namespace="default"), data={"manifest": json.dumps(document)})
     assert from_config_map(config_map).target().progress_deadline_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("reason", "paused", "has_deadline", "expected"),
+    [
+        # sync.go checkPausedConditions
+        pytest.param(RS_UPDATED, True, True, ("Unknown", "DeploymentPaused"), id="pause"),
+        pytest.param("DeploymentPaused", False, True, ("Unknown", "DeploymentResumed"), id="resume"),
+        pytest.param("DeploymentPaused", True, True, ("Unknown", "DeploymentPaused"), id="already-paused"),
+        pytest.param(RS_UPDATED, False, True, ("True", RS_UPDATED), id="resume-not-paused"),
+        pytest.param(TIMED_OUT, True, True, ("False", TIMED_OUT), id="timed-out-stays"),
+        pytest.param(RS_UPDATED, True, False, ("True", RS_UPDATED), id="no-deadline"),
+    ],
+)
+def test_paused_conditions(reason: str, paused: bool, has_deadline: bool, expected: tuple[str, str]) -> None:
+    before = condition(PROGRESSING, reason != TIMED_OUT, reason, "m", T0)
+    if reason == "DeploymentPaused":
+        before = dataclasses.replace(before, status="Unknown")
+    after = paused_conditions((before,), paused=paused, has_deadline=has_deadline, now=T0 + 1)
+    got = next(c for c in after if c.type == PROGRESSING)
+    assert (got.status, got.reason) == expected
