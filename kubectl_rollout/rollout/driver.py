@@ -35,6 +35,7 @@ from kubectl_rollout.rollout.plan import (
     DeleteReplicaSet,
     ManagedReplicaSet,
     ScaleReplicaSet,
+    SetMinReadySeconds,
     SetRevision,
     old_pods_running,
     plan,
@@ -365,6 +366,8 @@ class RolloutDriver:
                 # getNewReplicaSet: FoundNewReplicaSet only starts a Progressing condition; it never replaces one.
                 return status
             return _with_progress(status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
+        elif isinstance(action, SetMinReadySeconds):
+            replica_sets.set_min_ready_seconds(self.cluster, record, action.name, action.seconds)
         elif isinstance(action, DeleteReplicaSet):
             replica_sets.delete(self.cluster, record, action.name)
             revision = managed[action.name].revision if action.name in managed else 0

@@ -38,6 +38,8 @@ class ManagedReplicaSet:
     #: deployment.kubernetes.io/desired-replicas and max-replicas annotations
     desired_replicas: int | None = None
     max_replicas: int | None = None
+    #: spec.minReadySeconds (None: not known, never updated)
+    min_ready_seconds: int | None = None
     #: metadata.deletionTimestamp is set: already going, never counted for history
     deleting: bool = False
     #: status.observedGeneration < metadata.generation: the ReplicaSet controller has not caught up with its spec
@@ -69,7 +71,15 @@ class DeleteReplicaSet:
     name: str
 
 
-Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet
+@dataclass(frozen=True)
+class SetMinReadySeconds:
+    """The workload's minReadySeconds changed: the new ReplicaSet takes it (no new ReplicaSet for that)."""
+
+    name: str
+    seconds: int
+
+
+Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet | SetMinReadySeconds
 
 
 def _state(rs: ManagedReplicaSet) -> ReplicaSetState:
@@ -182,6 +192,10 @@ def plan(
 ) -> list[Action]:
     """The actions of one sync. An empty list means: nothing to do until something changes."""
     new, old = split(template_hash, replica_sets)
+    if new is not None and new.min_ready_seconds is not None and new.min_ready_seconds != spec.min_ready_seconds:
+        # getNewReplicaSet, first thing in every sync (paused too): the existing new ReplicaSet is brought up
+        # to date with the workload's minReadySeconds.
+        return [SetMinReadySeconds(new.name, spec.min_ready_seconds)]
     if spec.paused or is_scaling_event(spec, replica_sets):
         # syncDeployment: a paused workload always goes through sync (scale, then history cleanup), so that
         # one paused at 0 replicas still scales up; a scaling event does the same before any rollout step.

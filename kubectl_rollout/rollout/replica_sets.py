@@ -68,6 +68,7 @@ def to_managed(rs: Any) -> ManagedReplicaSet:
         revision=_int(annotations, REVISION) or 0,
         desired_replicas=_int(annotations, DESIRED_REPLICAS),
         max_replicas=_int(annotations, MAX_REPLICAS),
+        min_ready_seconds=rs.spec.min_ready_seconds or 0,
         deleting=rs.metadata.deletion_timestamp is not None,
         unobserved=(rs.metadata.generation or 0) > ((status.observed_generation or 0) if status else 0),
     )
@@ -186,6 +187,12 @@ def scale(cluster: Cluster, record: Record, name: str, replicas: int) -> None:
         "spec": {"replicas": replicas},
     }
     call_with_retry(cluster.apps.patch_namespaced_replica_set, name, record.namespace, patch)
+
+
+def set_min_ready_seconds(cluster: Cluster, record: Record, name: str, seconds: int) -> None:
+    call_with_retry(
+        cluster.apps.patch_namespaced_replica_set, name, record.namespace, {"spec": {"minReadySeconds": seconds}}
+    )
 
 
 def set_revision(cluster: Cluster, record: Record, rs: Any, revision: int) -> None:

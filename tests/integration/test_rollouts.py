@@ -826,6 +826,26 @@ def test_min_ready_seconds_holds_the_rollout_until_pods_have_been_ready_that_lon
     assert elapsed >= 4.0, elapsed
 
 
+def test_changing_only_min_ready_seconds_updates_the_replica_set_side_by_side(both: SideBySide) -> None:
+    # Issue 12 item 9: no rollout, the ReplicaSet takes the new minReadySeconds (getNewReplicaSet).
+    document = workload("web", 2)
+    both.apply(document)
+    both.watch()
+    slower = copy.deepcopy(document)
+    slower["spec"]["minReadySeconds"] = 7
+    both.apply(slower)
+    both.compare(2, "25%", "25%")
+    for namespace in (both.ours, both.theirs):
+        watching.until(
+            both.cluster.apps.list_namespaced_replica_set,
+            lambda rs: rs.spec.min_ready_seconds == 7,
+            namespace=namespace,
+            timeout=30,
+            what=f"the ReplicaSet in {namespace} to take minReadySeconds 7",
+        )
+    assert shape(both.cluster, both.ours, "web") == shape(both.cluster, both.theirs, "web") == [(1, 2, manifests.IMAGE)]
+
+
 def test_old_replica_sets_never_shrink_past_a_pdb(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from kubectl_rollout.rollout.plan import (
     DeleteReplicaSet,
     ManagedReplicaSet,
     ScaleReplicaSet,
+    SetMinReadySeconds,
     SetRevision,
     cleanup,
     old_pods_running,
@@ -480,3 +481,19 @@ def test_a_paused_workload_prunes_history_too() -> None:
 )
 def test_old_pods_running(old_status_replicas: list[int], pod_phases: dict[str, list[str]], running: bool) -> None:
     assert old_pods_running(new_uid="new", old_status_replicas=old_status_replicas, pod_phases=pod_phases) is running
+
+
+def test_a_changed_min_ready_seconds_goes_to_the_new_replica_set() -> None:
+    # Issue 12 item 9: sync.go getNewReplicaSet updates minReadySeconds on the existing new ReplicaSet,
+    # paused or not; no new ReplicaSet for it.
+    current = dataclasses.replace(v1(3), min_ready_seconds=0)
+    document_spec = dataclasses.replace(spec(3), min_ready_seconds=5)
+    assert plan(document_spec, "v1", [current], status_replicas=3, old_pods_running=False, complete=True) == [
+        SetMinReadySeconds("web-v1", 5)
+    ]
+    paused = dataclasses.replace(document_spec, paused=True)
+    assert plan(paused, "v1", [current], status_replicas=3, old_pods_running=False, complete=True) == [
+        SetMinReadySeconds("web-v1", 5)
+    ]
+    done = dataclasses.replace(current, min_ready_seconds=5)
+    assert plan(document_spec, "v1", [done], status_replicas=3, old_pods_running=False, complete=True) == []
