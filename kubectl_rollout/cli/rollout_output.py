@@ -77,6 +77,15 @@ def _following(event: ev.FollowingDriver, view: RolloutView) -> Iterator[Line]:
 def _spec_changed(event: ev.SpecChanged, _view: RolloutView) -> Iterator[Line]:
     if event.change is ev.SpecChange.APPLY:
         yield "out", f"workload/{event.workload} {'created' if event.created else 'configured'}"
+    elif event.change is ev.SpecChange.UNDO and event.skipped:
+        # kubectl rollout undo's wording when the revision's template is already the current one
+        yield (
+            "out",
+            (
+                f"workload/{event.workload} skipped rollback (current template already matches revision "
+                f"{event.to_revision})"
+            ),
+        )
     elif event.change is ev.SpecChange.UNDO:
         yield "err", f"workload/{event.workload} rolling back to revision {event.to_revision}"
     elif event.change is ev.SpecChange.PAUSE:

@@ -31,6 +31,7 @@ from kubectl_rollout.kube.workload_lease import WorkloadLease
 from kubectl_rollout.rollout import replica_sets
 from kubectl_rollout.rollout.plan import (
     Action,
+    CopyAnnotations,
     CreateReplicaSet,
     DeleteReplicaSet,
     ManagedReplicaSet,
@@ -366,6 +367,8 @@ class RolloutDriver:
                 # getNewReplicaSet: FoundNewReplicaSet only starts a Progressing condition; it never replaces one.
                 return status
             return _with_progress(status, "FoundNewReplicaSet", f'Found new replica set "{action.name}"')
+        elif isinstance(action, CopyAnnotations):
+            replica_sets.copy_annotations(self.cluster, record, action.name, action.annotations)
         elif isinstance(action, SetMinReadySeconds):
             replica_sets.set_min_ready_seconds(self.cluster, record, action.name, action.seconds)
         elif isinstance(action, DeleteReplicaSet):

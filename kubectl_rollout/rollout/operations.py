@@ -21,12 +21,14 @@ from typing import Any, TypeVar
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_random
 
+from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.plan import annotations_after_undo
 from kubectl_rollout.rollout.progress_events import condition_changes
 from kubectl_rollout.rollout.record import (
     CHANGE_CAUSE,
@@ -196,12 +198,32 @@ def undo_target(cluster: Cluster, record: Record, to_revision: int) -> tuple[int
 
 
 def undo(cluster: Cluster, namespace: str, name: str, to_revision: int, emit: Emit) -> SpecChangeResult:
-    """Return to a previous revision's pod template; the driver then reuses its ReplicaSet."""
-    revision, rs = undo_target(cluster, read(cluster, namespace, name), to_revision)
+    """Return to a previous revision's pod template and annotations (kubectl rollback.go); the driver then reuses
+    its ReplicaSet. Refused while paused; a revision whose template is the current one changes nothing."""
+    record = read(cluster, namespace, name)
+    if record.spec.paused:
+        raise UserFacingError(
+            f'you cannot roll back a paused workload ("{name}"); resume it first with '
+            f"{next_steps.resume_workload(name)} and try again"
+        )
+    revision, rs = undo_target(cluster, record, to_revision)
+    if replica_sets.to_managed(rs).template_hash == replica_sets.current_identity(cluster, record):
+        return _recorded(
+            emit,
+            record,
+            record,
+            ev.SpecChange.UNDO,
+            to_revision=revision,
+            replica_set=str(rs.metadata.name),
+            skipped=True,
+        )
     template = replica_sets.template_of(rs)
+    target_annotations = dict(rs.metadata.annotations or {})
 
-    def mutate(manifest: dict[str, Any], _record: Record) -> None:
+    def mutate(manifest: dict[str, Any], current: Record) -> None:
         manifest["spec"]["template"] = copy.deepcopy(template)
+        metadata = manifest.setdefault("metadata", {})
+        metadata["annotations"] = annotations_after_undo(current.spec.annotations, target_annotations)
 
     before, after = edit_spec(cluster, namespace, name, mutate)
     return _recorded(emit, before, after, ev.SpecChange.UNDO, to_revision=revision, replica_set=str(rs.metadata.name))

@@ -12,7 +12,7 @@ Pure: ReplicaSet snapshots in, a list of actions out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubectl_rollout.rollout.replica_math import (
     ReplicaSetState,
@@ -38,6 +38,8 @@ class ManagedReplicaSet:
     #: deployment.kubernetes.io/desired-replicas and max-replicas annotations
     desired_replicas: int | None = None
     max_replicas: int | None = None
+    #: metadata.annotations (compared with the workload's: copyDeploymentAnnotationsToReplicaSet)
+    annotations: Mapping[str, str] = field(default_factory=dict)
     #: spec.minReadySeconds (None: not known, never updated)
     min_ready_seconds: int | None = None
     #: metadata.deletionTimestamp is set: already going, never counted for history
@@ -79,7 +81,67 @@ class SetMinReadySeconds:
     seconds: int
 
 
-Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet | SetMinReadySeconds
+@dataclass(frozen=True)
+class CopyAnnotations:
+    """The workload's annotations (those a ReplicaSet takes) changed: copy them to the new ReplicaSet."""
+
+    name: str
+    annotations: Mapping[str, str]
+
+
+Action = CreateReplicaSet | ScaleReplicaSet | SetRevision | DeleteReplicaSet | SetMinReadySeconds | CopyAnnotations
+
+#: annotations a workload never hands to its ReplicaSets, nor an undo takes back from one (annotationsToSkip),
+#: and our own two, which describe the ReplicaSet's template
+ANNOTATIONS_NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "deployment.kubernetes.io/revision",
+        "deployment.kubernetes.io/revision-history",
+        "deployment.kubernetes.io/desired-replicas",
+        "deployment.kubernetes.io/max-replicas",
+        "deprecated.deployment.rollback.to",
+        "rollout-plus.kubectl.io/template-hash",
+        "rollout-plus.kubectl.io/template",
+    }
+)
+#: the controller's limit on deployment.kubernetes.io/revision-history (maxRevHistoryLengthInChars)
+MAX_REVISION_HISTORY_CHARS = 2000
+
+
+def annotations_to_copy(workload: Mapping[str, str], replica_set: Mapping[str, str]) -> dict[str, str]:
+    """copyDeploymentAnnotationsToReplicaSet: the workload's annotations the ReplicaSet lacks or holds otherwise.
+
+    Annotations the ReplicaSet has and the workload does not are left alone.
+    """
+    return {
+        key: value
+        for key, value in workload.items()
+        if key not in ANNOTATIONS_NOT_COPIED and replica_set.get(key) != value
+    }
+
+
+def annotations_after_undo(workload: Mapping[str, str], replica_set: Mapping[str, str]) -> dict[str, str]:
+    """kubectl rollback.go: the workload's annotations become the target ReplicaSet's, but for the skipped ones,
+    which the workload keeps."""
+    kept = {key: value for key, value in workload.items() if key in ANNOTATIONS_NOT_COPIED}
+    return {**kept, **{key: value for key, value in replica_set.items() if key not in ANNOTATIONS_NOT_COPIED}}
+
+
+def revision_history(history: str, old_revision: str, *, limit: int = MAX_REVISION_HISTORY_CHARS) -> str | None:
+    """SetNewReplicaSetAnnotations: ``history`` with ``old_revision`` appended, oldest revisions dropped to stay
+    within ``limit`` characters; None when even that cannot make it fit (the history is left as it was)."""
+    held = history.split(",") if history else []
+    if not held:
+        return old_revision
+    total = len(history) + len(old_revision) + 1
+    start = 0
+    while total > limit and start < len(held):
+        total -= len(held[start]) + 1
+        start += 1
+    if total > limit:
+        return None
+    return ",".join([*held[start:], old_revision])
 
 
 def _state(rs: ManagedReplicaSet) -> ReplicaSetState:
@@ -196,6 +258,10 @@ def plan(
         # getNewReplicaSet, first thing in every sync (paused too): the existing new ReplicaSet is brought up
         # to date with the workload's minReadySeconds.
         return [SetMinReadySeconds(new.name, spec.min_ready_seconds)]
+    copied = annotations_to_copy(spec.annotations, new.annotations) if new is not None else {}
+    if new is not None and copied:
+        # getNewReplicaSet: the workload's annotations (a new change-cause, say) go to the new ReplicaSet.
+        return [CopyAnnotations(new.name, copied)]
     if spec.paused or is_scaling_event(spec, replica_sets):
         # syncDeployment: a paused workload always goes through sync (scale, then history cleanup), so that
         # one paused at 0 replicas still scales up; a scaling event does the same before any rollout step.

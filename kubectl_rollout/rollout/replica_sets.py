@@ -21,8 +21,8 @@ from kubectl_rollout.jobs.events.rollout import ReplicaSetRow
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.serialization import to_plain
-from kubectl_rollout.rollout.plan import ManagedReplicaSet, surge_annotation
-from kubectl_rollout.rollout.record import CHANGE_CAUSE, WORKLOAD_LABEL, Record
+from kubectl_rollout.rollout.plan import ManagedReplicaSet, annotations_to_copy, revision_history, surge_annotation
+from kubectl_rollout.rollout.record import WORKLOAD_LABEL, Record
 from kubectl_rollout.rollout.server_defaults import defaulted_template
 from kubectl_rollout.rollout.state import ReplicaSetView
 from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, template_identity, without_hash_label
@@ -68,6 +68,7 @@ def to_managed(rs: Any) -> ManagedReplicaSet:
         revision=_int(annotations, REVISION) or 0,
         desired_replicas=_int(annotations, DESIRED_REPLICAS),
         max_replicas=_int(annotations, MAX_REPLICAS),
+        annotations=dict(annotations),
         min_ready_seconds=rs.spec.min_ready_seconds or 0,
         deleting=rs.metadata.deletion_timestamp is not None,
         unobserved=(rs.metadata.generation or 0) > ((status.observed_generation or 0) if status else 0),
@@ -135,8 +136,7 @@ def _manifest(record: Record, replicas: int, revision: int, collision_count: int
         TEMPLATE_HASH: identity,
         TEMPLATE: json.dumps(spec.template, sort_keys=True, separators=(",", ":")),
     }
-    if CHANGE_CAUSE in spec.annotations:
-        annotations[CHANGE_CAUSE] = spec.annotations[CHANGE_CAUSE]
+    annotations.update(annotations_to_copy(spec.annotations, annotations))
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -189,6 +189,11 @@ def scale(cluster: Cluster, record: Record, name: str, replicas: int) -> None:
     call_with_retry(cluster.apps.patch_namespaced_replica_set, name, record.namespace, patch)
 
 
+def copy_annotations(cluster: Cluster, record: Record, name: str, annotations: Mapping[str, str]) -> None:
+    patch = {"metadata": {"annotations": dict(annotations)}}
+    call_with_retry(cluster.apps.patch_namespaced_replica_set, name, record.namespace, patch)
+
+
 def set_min_ready_seconds(cluster: Cluster, record: Record, name: str, seconds: int) -> None:
     call_with_retry(
         cluster.apps.patch_namespaced_replica_set, name, record.namespace, {"spec": {"minReadySeconds": seconds}}
@@ -198,12 +203,12 @@ def set_min_ready_seconds(cluster: Cluster, record: Record, name: str, seconds: 
 def set_revision(cluster: Cluster, record: Record, rs: Any, revision: int) -> None:
     """Undo: an old ReplicaSet becomes the newest revision, remembering the ones it held."""
     annotations = rs.metadata.annotations or {}
-    held = [r for r in (annotations.get(REVISION_HISTORY, "").split(",")) if r]
+    changed = {REVISION: str(revision), **annotations_to_copy(record.spec.annotations, annotations)}
     if annotations.get(REVISION):
-        held.append(annotations[REVISION])
-    patch: dict[str, Any] = {"metadata": {"annotations": {REVISION: str(revision), REVISION_HISTORY: ",".join(held)}}}
-    if CHANGE_CAUSE in record.spec.annotations:
-        patch["metadata"]["annotations"][CHANGE_CAUSE] = record.spec.annotations[CHANGE_CAUSE]
+        history = revision_history(annotations.get(REVISION_HISTORY, ""), annotations[REVISION])
+        if history is not None:
+            changed[REVISION_HISTORY] = history
+    patch: dict[str, Any] = {"metadata": {"annotations": changed}}
     call_with_retry(cluster.apps.patch_namespaced_replica_set, rs.metadata.name, record.namespace, patch)
 
 

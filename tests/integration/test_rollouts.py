@@ -306,6 +306,69 @@ def test_undo_and_undo_to_revision_side_by_side(both: SideBySide) -> None:
     ]
 
 
+def with_cause(document: dict[str, Any], cause: str) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    changed["metadata"].setdefault("annotations", {})["kubernetes.io/change-cause"] = cause
+    return changed
+
+
+def causes(cluster: Cluster, namespace: str) -> list[tuple[int, str | None]]:
+    """(revision, change-cause) of each ReplicaSet of app=web, as kubectl rollout history reads them."""
+    return sorted(
+        (
+            int((rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision", "0")),
+            (rs.metadata.annotations or {}).get("kubernetes.io/change-cause"),
+        )
+        for rs in cluster.apps.list_namespaced_replica_set(namespace, label_selector="app=web").items
+    )
+
+
+def test_undo_takes_the_revisions_change_cause_and_refuses_what_kubectl_refuses_side_by_side(
+    both: SideBySide,
+) -> None:
+    # Issue 12 item 6.
+    document = workload("web", 2, surge=1, unavailable=0)
+    both.apply(with_cause(document, "first"))
+    both.watch()
+    both.apply(with_cause(with_image(document, "registry.example/app:v2"), "second"))
+    # An annotation-only edit reaches the current ReplicaSet (copyDeploymentAnnotationsToReplicaSet).
+    both.apply(with_cause(with_image(document, "registry.example/app:v2"), "second, annotated"))
+    # Undo copies the revision's annotations back (kubectl rollback.go): revision 3 carries "first" again.
+    both.undo()
+    both.compare(2, 1, 0)
+    assert (
+        causes(both.cluster, both.ours) == causes(both.cluster, both.theirs) == [(2, "second, annotated"), (3, "first")]
+    )
+    history = run_plugin("history", "web", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert history.returncode == 0, history.stderr
+    assert history.stdout.splitlines()[-2:] == ["2         second, annotated", "3         first"]
+
+    # Undo to the current template changes nothing and says so as kubectl does.
+    skipped = run_plugin("undo", "web", "--to-revision", "3", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert skipped.returncode == 0, skipped.stderr
+    assert "workload/web skipped rollback (current template already matches revision 3)" in skipped.stdout
+    kubectl = subprocess.run(
+        [
+            str(ROOT / ".bin" / "kubectl"),
+            *("--kubeconfig", str(both.kubeconfig), "-n", both.theirs),
+            *("rollout", "undo", "deployment/web", "--to-revision=3"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert "skipped rollback (current template already matches revision 3)" in kubectl.stdout
+
+    # Undo of a paused workload is refused, as kubectl refuses it; nothing changes.
+    assert run_plugin("pause", "web", "-n", both.ours, kubeconfig=both.kubeconfig).returncode == 0
+    before = both.cluster.core.read_namespaced_config_map("rollout-plus.web", both.ours).metadata.resource_version
+    refused = run_plugin("undo", "web", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert refused.returncode != 0
+    assert "you cannot roll back a paused workload" in refused.stderr
+    assert "kubectl rollout-plus resume web" in refused.stderr
+    after = both.cluster.core.read_namespaced_config_map("rollout-plus.web", both.ours).metadata.resource_version
+    assert after == before
+
+
 def test_history_cleanup_side_by_side(both: SideBySide) -> None:
     document = workload("web", 2, surge=1, unavailable=0, revisionHistoryLimit=1)
     both.apply(document)

@@ -14,15 +14,19 @@ from typing import Any
 import pytest
 
 from kubectl_rollout.rollout.plan import (
+    CopyAnnotations,
     CreateReplicaSet,
     DeleteReplicaSet,
     ManagedReplicaSet,
     ScaleReplicaSet,
     SetMinReadySeconds,
     SetRevision,
+    annotations_after_undo,
+    annotations_to_copy,
     cleanup,
     old_pods_running,
     plan,
+    revision_history,
     surge_annotation,
 )
 from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
@@ -497,3 +501,47 @@ def test_a_changed_min_ready_seconds_goes_to_the_new_replica_set() -> None:
     ]
     done = dataclasses.replace(current, min_ready_seconds=5)
     assert plan(document_spec, "v1", [done], status_replicas=3, old_pods_running=False, complete=True) == []
+
+
+def test_revision_history_is_capped_like_the_controller() -> None:
+    # deployment_util_test.go TestAnnotationUtils "SetNewReplicaSetAnnotations": revisions 11 to 20 in turn with
+    # a 5-character limit keep the last two old revisions ("11,12", then "12,13", ...).
+    history, revision = "", ""
+    for number in range(11, 21):
+        if revision:
+            capped = revision_history(history, revision, limit=5)
+            history = capped if capped is not None else history
+        revision = str(number)
+        if number >= 13:
+            assert history == f"{number - 2},{number - 1}"
+    assert revision_history("", "7") == "7"
+    assert revision_history("1,2", "3") == "1,2,3"
+    assert revision_history("123456", "7", limit=5) == "7"  # every older revision dropped
+    assert revision_history("1", "123456", limit=5) is None  # nothing makes it fit: left as it was
+
+
+def test_annotations_go_to_the_replica_set_and_come_back_on_undo() -> None:
+    workload = {
+        "kubernetes.io/change-cause": "v2",
+        "team": "a",
+        "deployment.kubernetes.io/revision": "4",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+    }
+    replica_set = {"kubernetes.io/change-cause": "v1", "deployment.kubernetes.io/revision": "1", "old-only": "x"}
+    # copyDeploymentAnnotationsToReplicaSet: the controller's own and last-applied stay out; extra ones stay.
+    assert annotations_to_copy(workload, replica_set) == {"kubernetes.io/change-cause": "v2", "team": "a"}
+    # kubectl rollback.go: the workload takes the revision's annotations, keeping its own skipped ones.
+    assert annotations_after_undo(workload, {**replica_set, "rollout-plus.kubectl.io/template": "{}"}) == {
+        "kubernetes.io/change-cause": "v1",
+        "old-only": "x",
+        "deployment.kubernetes.io/revision": "4",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+    }
+
+
+def test_annotation_only_edits_reach_the_new_replica_set() -> None:
+    current = dataclasses.replace(v1(3), annotations={"kubernetes.io/change-cause": "first"})
+    edited = dataclasses.replace(spec(3), annotations={"kubernetes.io/change-cause": "second"})
+    assert plan(edited, "v1", [current], status_replicas=3, old_pods_running=False, complete=True) == [
+        CopyAnnotations("web-v1", {"kubernetes.io/change-cause": "second"})
+    ]

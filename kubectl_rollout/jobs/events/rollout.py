@@ -168,6 +168,8 @@ class SpecChanged(Event):
     #: undo: the revision returned to, and its ReplicaSet (reused)
     to_revision: int | None = None
     replica_set: str = ""
+    #: undo: nothing was changed, the revision's template is the current one ("skipped rollback")
+    skipped: bool = False
     #: restart: the kubectl.kubernetes.io/restartedAt stamp of the template
     restarted_at: str = ""
 
