@@ -55,6 +55,7 @@ from kubectl_rollout.rollout.record import (
 )
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import (
+    FAILED_RS_CREATE,
     PODS_FAILING,
     PROGRESSING,
     REPLICA_FAILURE,
@@ -320,13 +321,21 @@ class RolloutDriver:
     ) -> RolloutStatus:
         """Carry one action out and report it; returns the status with what the action itself records."""
         if isinstance(action, CreateReplicaSet):
-            created, collisions = replica_sets.create(
-                self.cluster,
-                record,
-                replicas=action.replicas,
-                revision=action.revision,
-                collision_count=status.collision_count,
-            )
+            try:
+                created, collisions = replica_sets.create(
+                    self.cluster,
+                    record,
+                    replicas=action.replicas,
+                    revision=action.revision,
+                    collision_count=status.collision_count,
+                )
+            except replica_sets.ReplicaSetCreateFailed as failed:
+                # getNewReplicaSet: Progressing False / ReplicaSetCreateError (with a deadline), and the next
+                # sync tries again; the deadline (or --timeout) ends it if the refusal lasts.
+                if record.target().progress_deadline_seconds is None:
+                    return status
+                cond = condition(PROGRESSING, False, FAILED_RS_CREATE, str(failed), time.time())
+                return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
             self._did(
                 ev.ReplicaSetCreated(
                     workload=self.name,

@@ -132,9 +132,9 @@ def _body(
     generation: int,
     status: RolloutStatus,
     spec: WorkloadSpec,
-    template: dict[str, Any],
+    template: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "metadata": {
             "name": record_name(spec.name),
             "namespace": spec.namespace,
@@ -144,9 +144,11 @@ def _body(
             "manifest": json.dumps(manifest, sort_keys=True),
             "generation": str(generation),
             "status": json.dumps(status.as_dict(), sort_keys=True),
-            "template": json.dumps(template, sort_keys=True),
         },
     }
+    if template is not None:
+        body["data"]["template"] = json.dumps(template, sort_keys=True)
+    return body
 
 
 def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, previous: Record | None) -> Record:
@@ -157,6 +159,7 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
         return from_config_map(created)
     _check_selector_unchanged(previous.spec, spec)
     same_template = json.dumps(previous.spec.template, sort_keys=True) == json.dumps(spec.template, sort_keys=True)
+    template: dict[str, Any] | None
     if same_template and previous.defaulted_template is not None:
         template = previous.defaulted_template
     else:

@@ -39,12 +39,12 @@ TEMPLATE = "rollout-plus.kubectl.io/template"
 def current_identity(cluster: Cluster, record: Record) -> str:
     """Identifies the workload's template among its ReplicaSets: its identity as the API server defaults it.
 
-    Records written before the defaulted template was kept ask the server now (once per process and template).
+    Records written before the defaulted template was kept, or while the server would not default it, ask the
+    server now (once per process and template).
     """
-    template = record.defaulted_template
-    if template is None:
-        template = defaulted_template(cluster, record.spec)
-    return template_identity(template)
+    template = record.defaulted_template or defaulted_template(cluster, record.spec)
+    # The server would not default it (see defaulted_template): the template as written is the best we know.
+    return template_identity(template if template is not None else record.spec.template)
 
 
 def _int(annotations: Mapping[str, str], key: str) -> int | None:
@@ -156,6 +156,22 @@ def _manifest(record: Record, replicas: int, revision: int, collision_count: int
     }
 
 
+def _server_message(err: ApiException) -> str:
+    try:
+        return str(json.loads(err.body or "").get("message") or err.reason)
+    except (TypeError, ValueError, AttributeError):
+        return str(err.body or err.reason)
+
+
+class ReplicaSetCreateFailed(Exception):
+    """The API server refused the new ReplicaSet itself (quota, admission, validation): the controller reports it
+    as Progressing False / ReplicaSetCreateError and tries again on the next sync."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f'Failed to create new replica set "{name}": {message}')
+        self.name = name
+
+
 def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, collision_count: int) -> tuple[Any, int]:
     """Create the new ReplicaSet; on a name taken by another template, count a collision and retry.
 
@@ -168,6 +184,10 @@ def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, co
             return call_with_retry(cluster.apps.create_namespaced_replica_set, record.namespace, body), collision_count
         except ApiException as err:
             if err.status != 409:
+                message = _server_message(err)
+                if err.status in (400, 403, 422) and "cannot create resource" not in message:
+                    # Refused for what it is (a quota, an admission webhook, validation), not for who asks.
+                    raise ReplicaSetCreateFailed(body["metadata"]["name"], message) from err
                 raise
         existing = call_with_retry(cluster.apps.read_namespaced_replica_set, body["metadata"]["name"], record.namespace)
         ours = to_managed(existing).template_hash == identity and owned([existing], record)

@@ -27,8 +27,10 @@ _CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 _CACHE_SIZE = 64
 
 
-def defaulted_template(cluster: Cluster, spec: WorkloadSpec) -> dict[str, Any]:
-    """``spec.template`` with the API server's defaults; InvalidManifest when the server refuses the template."""
+def defaulted_template(cluster: Cluster, spec: WorkloadSpec) -> dict[str, Any] | None:
+    """``spec.template`` with the API server's defaults; InvalidManifest when the server finds the template
+    invalid; None when it refuses the dry run for another reason (403: a ReplicaSet quota already used up, an
+    admission webhook, no permission to create ReplicaSets), which the rollout itself then meets and reports."""
     key = (spec.namespace, json.dumps(spec.template, sort_keys=True))
     if key in _CACHE:
         return _CACHE[key]
@@ -43,6 +45,8 @@ def defaulted_template(cluster: Cluster, spec: WorkloadSpec) -> dict[str, Any]:
     except ApiException as err:
         if err.status == 422:
             raise InvalidManifest(f'Deployment "{spec.name}" is invalid: {_causes(err)}') from err
+        if err.status == 403:
+            return None
         raise
     template: dict[str, Any] = to_plain(stored.spec.template)
     if len(_CACHE) >= _CACHE_SIZE:

@@ -950,6 +950,51 @@ def test_replica_failure_from_a_quota_side_by_side(both: SideBySide) -> None:
     assert reasons["ReplicaFailure"] == "FailedCreate"
 
 
+def test_a_refused_replica_set_is_replica_set_create_error_side_by_side(both: SideBySide) -> None:
+    # Issue 12 item 10: a quota on ReplicaSets refuses the new one. The controller sets Progressing False /
+    # ReplicaSetCreateError ('Failed to create new replica set "NAME": ...') and tries again; so do we, until
+    # the command's --timeout. (The job used to die on the 403.)
+    document = workload("web", 2)
+    both.apply(document)
+    for namespace in (both.ours, both.theirs):
+        both.cluster.core.create_namespaced_resource_quota(
+            namespace, {"metadata": {"name": "rs"}, "spec": {"hard": {"count/replicasets.apps": "1"}}}
+        )
+        watching.until(
+            both.cluster.core.list_namespaced_resource_quota,
+            lambda q: (q.status.used or {}).get("count/replicasets.apps") == "1",
+            namespace=namespace,
+            timeout=30,
+            what=f"the quota in {namespace} to count the ReplicaSet",
+        )
+    v2 = with_image(document, "registry.example/app:v2")
+    result = apply(both.kubeconfig, both.ours, v2, both.tmp_path, "--timeout", "8s")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    current = both.cluster.apps.read_namespaced_deployment("web", both.theirs)
+    current.spec.template = both.cluster.api_client.deserialize(_Raw(v2["spec"]["template"]), "V1PodTemplateSpec")
+    both.cluster.apps.replace_namespaced_deployment("web", both.theirs, current)
+    theirs = watching.until(
+        both.cluster.apps.list_namespaced_deployment,
+        lambda d: any(c.reason == "ReplicaSetCreateError" for c in d.status.conditions or []),
+        namespace=both.theirs,
+        timeout=60,
+        what="the controller's ReplicaSetCreateError",
+    )
+    ours = json.loads(run_plugin("status", "web", "-n", both.ours, "-o", "json", kubeconfig=both.kubeconfig).stdout)
+    mine = next(c for c in ours["status"]["conditions"] if c["type"] == "Progressing")
+    theirs_cond = next(c for c in theirs.status.conditions if c.type == "Progressing")
+    assert (
+        (mine["status"], mine["reason"])
+        == (theirs_cond.status, theirs_cond.reason)
+        == ("False", "ReplicaSetCreateError")
+    )
+    for message in (mine["message"], theirs_cond.message):
+        assert message.startswith('Failed to create new replica set "web-')
+        assert "exceeded quota: rs" in message
+    assert shape(both.cluster, both.ours, "web") == shape(both.cluster, both.theirs, "web") == [(1, 2, manifests.IMAGE)]
+
+
 def test_a_replica_set_name_taken_by_another_template_is_a_collision(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
