@@ -15,11 +15,16 @@ from kubectl_rollout.rollout.state import (
     PROGRESSING,
     RS_UPDATED,
     TIMED_OUT,
+    Condition,
     ReplicaSetView,
     RolloutStatus,
     Target,
     condition,
+    has_timed_out,
+    is_complete,
+    is_progressing,
     paused_conditions,
+    remove_condition,
     rollout_status_message,
     set_condition,
     sync_rollout_status,
@@ -201,3 +206,231 @@ def test_paused_conditions(reason: str, paused: bool, has_deadline: bool, expect
     after = paused_conditions((before,), paused=paused, has_deadline=has_deadline, now=T0 + 1)
     got = next(c for c in after if c.type == PROGRESSING)
     assert (got.status, got.reason) == expected
+
+
+# --- upstream tables (util/deployment_util_test.go, progress_test.go) ------------------------------------
+
+
+def target(replicas: int, unavailable: int = 0, surge: int = 0, deadline: int | None = 600) -> Target:
+    return Target(
+        name="web",
+        generation=0,
+        replicas=replicas,
+        max_surge=surge,
+        max_unavailable=unavailable,
+        progress_deadline_seconds=deadline,
+    )
+
+
+@pytest.mark.parametrize(
+    ("desired", "current", "updated", "available", "unavailable", "surge", "expected"),
+    [
+        # TestDeploymentComplete
+        pytest.param(5, 5, 5, 4, 1, 0, False, id="min-but-not-all-available"),
+        pytest.param(5, 5, 5, 3, 1, 0, False, id="min-availability-not-honored"),
+        pytest.param(5, 5, 5, 5, 0, 0, True, id="complete"),
+        pytest.param(5, 5, 4, 5, 0, 0, False, id="all-available-not-all-updated"),
+        pytest.param(5, 6, 5, 5, 0, 0, False, id="still-running-old-pods"),
+        pytest.param(1, 1, 1, 0, 1, 1, False, id="one-replica-never-comes-up"),
+    ],
+)
+def test_deployment_complete(
+    desired: int, current: int, updated: int, available: int, unavailable: int, surge: int, expected: bool
+) -> None:
+    status = RolloutStatus(replicas=current, updated_replicas=updated, available_replicas=available)
+    assert is_complete(target(desired, unavailable, surge), status) is expected
+
+
+def counts(current: int, updated: int, ready: int, available: int) -> RolloutStatus:
+    return RolloutStatus(replicas=current, updated_replicas=updated, ready_replicas=ready, available_replicas=available)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        # TestDeploymentProgressing: (replicas, updated, ready, available)
+        pytest.param((10, 4, 4, 4), (10, 6, 4, 4), True, id="updated-pods"),
+        pytest.param((10, 4, 4, 4), (10, 4, 4, 4), False, id="nothing-changed"),
+        pytest.param((10, 4, 6, 6), (8, 4, 6, 6), True, id="old-pods-removed"),
+        pytest.param((10, 7, 3, 3), (10, 6, 3, 3), False, id="less-new-pods"),
+        pytest.param((10, 4, 7, 7), (8, 8, 5, 5), True, id="less-overall-more-new"),
+        pytest.param((10, 10, 9, 8), (10, 10, 10, 8), True, id="more-ready-pods"),
+        pytest.param((10, 10, 10, 9), (10, 10, 10, 10), True, id="more-available-pods"),
+    ],
+)
+def test_deployment_progressing(
+    before: tuple[int, int, int, int], after: tuple[int, int, int, int], expected: bool
+) -> None:
+    assert is_progressing(counts(*after), counts(*before)) is expected
+
+
+MINUTE_1 = 1_451_606_400.0 + 60  # 2016-01-01 00:01:00 UTC
+
+
+@pytest.mark.parametrize(
+    ("deadline", "reason", "updated_at", "now", "expected"),
+    [
+        # TestDeploymentTimedOut (times are seconds after 00:01:00)
+        pytest.param(None, "", 9, 20, False, id="no-deadline"),
+        pytest.param(NO_DEADLINE, "", 9, 20, False, id="infinite-deadline"),
+        pytest.param(10, "", 9, 20, True, id="11s-past-10s"),
+        pytest.param(10, "", 11, 20, False, id="9s-within-10s"),
+        pytest.param(None, NEW_RS_AVAILABLE, -60, 20, False, id="previously-complete"),
+    ],
+)
+def test_deployment_timed_out(deadline: int | None, reason: str, updated_at: float, now: float, expected: bool) -> None:
+    cond = condition(PROGRESSING, True, reason, "", MINUTE_1 + updated_at)
+    status = RolloutStatus(conditions=(cond,))
+    assert has_timed_out(target(3, deadline=deadline), status, MINUTE_1 + now) is expected
+
+
+@pytest.mark.parametrize(
+    ("before", "kind", "after"),
+    [
+        # TestRemoveCondition
+        pytest.param((), PROGRESSING, (), id="remove-from-empty"),
+        pytest.param((PROGRESSING,), PROGRESSING, (), id="simple-remove"),
+        pytest.param((PROGRESSING, AVAILABLE), "ReplicaFailure", (PROGRESSING, AVAILABLE), id="removes-nothing"),
+    ],
+)
+def test_remove_condition(before: tuple[str, ...], kind: str, after: tuple[str, ...]) -> None:
+    conditions = tuple(condition(k, True, "r", "m", T0) for k in before)
+    assert tuple(c.type for c in remove_condition(conditions, kind)) == after
+
+
+TEST_TIME = 1_487_184_540.0  # progress_test.go testTime, 2017-02-15 18:49:00 UTC
+NOW = TEST_TIME + 3600
+
+
+def rs_view(name: str, replicas: int, current: int, available: int) -> ReplicaSetView:
+    """progress_test.go newRSWithAvailable(name, specReplicas, statusReplicas, availableReplicas): no ready count."""
+    return ReplicaSetView(name=name, replicas=replicas, current=current, available=available)
+
+
+PC = condition(PROGRESSING, True, RS_UPDATED, "", TEST_TIME)
+CMP = condition(PROGRESSING, True, NEW_RS_AVAILABLE, "", TEST_TIME)
+FAILED_TIMED_OUT = condition(PROGRESSING, False, TIMED_OUT, "", TEST_TIME)
+
+
+@pytest.mark.parametrize(
+    ("deadline", "replicas", "current", "conditions", "all_rs", "new", "expected"),
+    [
+        # TestSyncRolloutStatus: deployment (pds, replicas, status replicas/updated/available), allRSs, newRS;
+        # expected (status, reason, lastUpdate is testTime, lastTransition is testTime), None: no condition
+        pytest.param(
+            None, 3, (2, 2, 2), (PC,), [rs_view("bar", 0, 1, 1)], rs_view("foo", 3, 2, 2), None, id="no-deadline"
+        ),
+        pytest.param(
+            60,
+            3,
+            (3, 3, 3),
+            (CMP,),
+            [rs_view("bar", 3, 3, 3)],
+            None,
+            ("True", NEW_RS_AVAILABLE, True, True),
+            id="only-one-active-replica-set",
+        ),
+        pytest.param(
+            60,
+            3,
+            (2, 2, 2),
+            (PC,),
+            [rs_view("bar", 0, 1, 1)],
+            rs_view("foo", 3, 2, 2),
+            ("True", RS_UPDATED, False, True),
+            id="progressing-keeps-transition",
+        ),
+        pytest.param(
+            60,
+            3,
+            (2, 2, 2),
+            (FAILED_TIMED_OUT,),
+            [rs_view("bar", 0, 1, 1)],
+            rs_view("foo", 3, 2, 2),
+            ("True", RS_UPDATED, False, False),
+            id="progressing-after-false",
+        ),
+        pytest.param(
+            60,
+            3,
+            (2, 2, 2),
+            (),
+            [rs_view("bar", 0, 1, 1)],
+            rs_view("foo", 3, 2, 2),
+            ("True", RS_UPDATED, False, False),
+            id="progressing-created",
+        ),
+        pytest.param(
+            60, 3, (3, 3, 3), (PC,), [], rs_view("foo", 3, 3, 3), ("True", NEW_RS_AVAILABLE, False, True), id="complete"
+        ),
+        pytest.param(
+            60,
+            3,
+            (3, 3, 3),
+            (FAILED_TIMED_OUT,),
+            [],
+            rs_view("foo", 3, 3, 3),
+            ("True", NEW_RS_AVAILABLE, False, False),
+            id="complete-after-false",
+        ),
+        pytest.param(
+            60,
+            3,
+            (3, 3, 3),
+            (),
+            [],
+            rs_view("foo", 3, 3, 3),
+            ("True", NEW_RS_AVAILABLE, False, False),
+            id="complete-created",
+        ),
+        pytest.param(
+            60,
+            0,
+            (3, 3, 3),
+            (PC,),
+            [rs_view("foo", 0, 0, 0)],
+            None,
+            ("True", NEW_RS_AVAILABLE, False, True),
+            id="complete-without-new-replica-set",
+        ),
+        pytest.param(
+            60, 3, (2, 2, 2), (PC,), [], rs_view("foo", 3, 2, 2), ("False", TIMED_OUT, False, False), id="times-out"
+        ),
+        pytest.param(
+            60,
+            3,
+            (2, 2, 2),
+            (FAILED_TIMED_OUT,),
+            [],
+            rs_view("foo", 3, 2, 2),
+            ("False", TIMED_OUT, True, True),
+            id="stays-timed-out",
+        ),
+    ],
+)
+def test_sync_rollout_status(
+    deadline: int | None,
+    replicas: int,
+    current: tuple[int, int, int],
+    conditions: tuple[Condition, ...],
+    all_rs: list[ReplicaSetView],
+    new: ReplicaSetView | None,
+    expected: tuple[str, str, bool, bool] | None,
+) -> None:
+    previous = RolloutStatus(
+        replicas=current[0], updated_replicas=current[1], available_replicas=current[2], conditions=conditions
+    )
+    # As upstream's test does, the new ReplicaSet is one of all the ReplicaSets.
+    everyone = [*all_rs, new] if new is not None else all_rs
+    status = sync_rollout_status(target(replicas, deadline=deadline), everyone, new, previous, NOW)
+    got = status.condition(PROGRESSING)
+    if expected is None:
+        assert got is None
+        return
+    assert got is not None
+    assert (
+        got.status,
+        got.reason,
+        got.last_update_time == TEST_TIME,
+        got.last_transition_time == TEST_TIME,
+    ) == expected
