@@ -172,7 +172,10 @@ def old_pods_running(
 def split(
     template_hash: str, replica_sets: Sequence[ManagedReplicaSet]
 ) -> tuple[ManagedReplicaSet | None, list[ManagedReplicaSet]]:
-    new = next((rs for rs in replica_sets if rs.template_hash == template_hash), None)
+    """FindNewReplicaSet / FindOldReplicaSets: the oldest ReplicaSet running the template is the new one (two can,
+    after a hash collision or a hand-made copy); every other one is old."""
+    oldest_first = sorted(replica_sets, key=lambda rs: (rs.created, rs.name))
+    new = next((rs for rs in oldest_first if rs.template_hash == template_hash), None)
     return new, [rs for rs in replica_sets if rs is not new]
 
 

@@ -27,6 +27,7 @@ from kubectl_rollout.rollout.plan import (
     old_pods_running,
     plan,
     revision_history,
+    split,
     surge_annotation,
 )
 from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
@@ -545,3 +546,30 @@ def test_annotation_only_edits_reach_the_new_replica_set() -> None:
     assert plan(edited, "v1", [current], status_replicas=3, old_pods_running=False, complete=True) == [
         CopyAnnotations("web-v1", {"kubernetes.io/change-cause": "second"})
     ]
+
+
+def find_rs(name: str, template: str, created: float, replicas: int = 1) -> ManagedReplicaSet:
+    return ManagedReplicaSet(name=name, template_hash=template, replicas=replicas, created=created)
+
+
+NEW_RS = find_rs("new-rs", "nginx", 2.0)  # created later
+NEW_RS_DUP = find_rs("new-rs-dup", "nginx", 1.0)  # same template, another hash, created first
+OLD_RS = find_rs("old-rs", "nginx-old-1", 0.5)
+
+
+@pytest.mark.parametrize(
+    ("replica_sets", "new", "old"),
+    [
+        # deployment_util_test.go TestFindNewReplicaSet and TestFindOldReplicaSets
+        pytest.param([NEW_RS, OLD_RS], NEW_RS, [OLD_RS], id="same-template-other-hash"),
+        pytest.param([NEW_RS, OLD_RS, NEW_RS_DUP], NEW_RS_DUP, [NEW_RS, OLD_RS], id="oldest-of-two-new"),
+        pytest.param([OLD_RS], None, [OLD_RS], id="no-new"),
+        pytest.param([NEW_RS], NEW_RS, [], id="no-old"),
+    ],
+)
+def test_find_new_and_old_replica_sets(
+    replica_sets: list[ManagedReplicaSet], new: ManagedReplicaSet | None, old: list[ManagedReplicaSet]
+) -> None:
+    found, others = split("nginx", replica_sets)
+    assert found == new
+    assert sorted(rs.name for rs in others) == sorted(rs.name for rs in old)
