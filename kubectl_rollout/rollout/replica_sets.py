@@ -24,7 +24,7 @@ from kubectl_rollout.kube.serialization import to_plain
 from kubectl_rollout.rollout.plan import ManagedReplicaSet, annotations_to_copy, revision_history, surge_annotation
 from kubectl_rollout.rollout.record import WORKLOAD_LABEL, Record
 from kubectl_rollout.rollout.server_defaults import defaulted_template
-from kubectl_rollout.rollout.state import ReplicaSetView
+from kubectl_rollout.rollout.state import REPLICA_FAILURE, Condition, ReplicaSetView
 from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, template_identity, without_hash_label
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -79,8 +79,17 @@ def to_view(rs: Any) -> ReplicaSetView:
     status = rs.status
     failure = None
     for cond in (status.conditions or []) if status else []:
-        if cond.type == "ReplicaFailure" and cond.status == "True":
-            failure = (cond.reason or "FailedCreate", cond.message or "")
+        if cond.type == "ReplicaFailure":
+            # ReplicaSetToDeploymentCondition: whatever its status; both times are its transition time.
+            since = cond.last_transition_time.timestamp() if cond.last_transition_time else 0.0
+            failure = Condition(
+                type=REPLICA_FAILURE,
+                status=cond.status,
+                reason=cond.reason or "",
+                message=cond.message or "",
+                last_update_time=since,
+                last_transition_time=since,
+            )
     return ReplicaSetView(
         name=rs.metadata.name,
         replicas=rs.spec.replicas or 0,

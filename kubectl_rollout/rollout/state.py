@@ -122,8 +122,8 @@ class ReplicaSetView:
     current: int = 0
     ready: int = 0
     available: int = 0
-    #: a ReplicaFailure condition of the ReplicaSet (reason, message), if any
-    failure: tuple[str, str] | None = None
+    #: the ReplicaSet's ReplicaFailure condition as the workload's (ReplicaSetToDeploymentCondition), if any
+    failure: Condition | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,12 +292,10 @@ def sync_rollout_status(
         elif has_timed_out(target, status, now):
             cond = condition(PROGRESSING, False, TIMED_OUT, f"{subject} has timed out progressing.", now)
             status = dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+    # getReplicaFailures: the new ReplicaSet's condition first, else any other's, copied as they are.
     failures = [rs.failure for rs in ([new] if new else []) + [r for r in replica_sets if r is not new] if rs.failure]
     if failures:
-        reason, message = failures[0]
-        status = dataclasses.replace(
-            status, conditions=set_condition(status.conditions, condition(REPLICA_FAILURE, True, reason, message, now))
-        )
+        status = dataclasses.replace(status, conditions=set_condition(status.conditions, failures[0]))
     else:
         status = dataclasses.replace(status, conditions=remove_condition(status.conditions, REPLICA_FAILURE))
     return status

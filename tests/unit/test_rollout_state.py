@@ -434,3 +434,35 @@ def test_sync_rollout_status(
         got.last_update_time == TEST_TIME,
         got.last_transition_time == TEST_TIME,
     ) == expected
+
+
+def test_replica_failure_is_copied_from_the_replica_sets_as_upstream_copies_it() -> None:
+    # sync.go getReplicaFailures / ReplicaSetToDeploymentCondition: the new ReplicaSet's condition wins over an
+    # old one's, its status is kept (False too), and both times are the ReplicaSet's transition time.
+    def failing(name: str, status: str, reason: str, since: float) -> ReplicaSetView:
+        cond = Condition(
+            type="ReplicaFailure",
+            status=status,
+            reason=reason,
+            message=f"{name}: {reason}",
+            last_update_time=since,
+            last_transition_time=since,
+        )
+        return ReplicaSetView(name=name, replicas=2, current=1, available=1, failure=cond)
+
+    new = failing("web-new", "False", "FailedCreate", T0 - 30)
+    old = failing("web-old", "True", "FailedDelete", T0 - 60)
+    status = sync_rollout_status(TARGET, [old, new], new, RolloutStatus(), T0)
+    got = status.condition("ReplicaFailure")
+    assert got is not None
+    assert (got.status, got.reason, got.message, got.last_update_time, got.last_transition_time) == (
+        "False",
+        "FailedCreate",
+        "web-new: FailedCreate",
+        T0 - 30,
+        T0 - 30,
+    )
+    only_old = sync_rollout_status(TARGET, [old, dataclasses.replace(new, failure=None)], None, RolloutStatus(), T0)
+    assert only_old.condition("ReplicaFailure").reason == "FailedDelete"  # type: ignore[union-attr]
+    cleared = sync_rollout_status(TARGET, [dataclasses.replace(old, failure=None)], None, status, T0)
+    assert cleared.condition("ReplicaFailure") is None
