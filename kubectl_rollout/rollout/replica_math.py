@@ -335,13 +335,19 @@ def scale_writes(
         else:
             return {}
         return {} if target.replicas == replicas else {target.name: replicas}
-    if new is not None and new.replicas == replicas and new_desired == replicas and new.available == replicas:
+    if is_saturated(new, desired=new_desired, replicas=replicas):
         return {rs.name: 0 for rs in old if rs.replicas > 0}
     if not rolling:
         return {}
     return proportional_sizes(
         replicas=replicas, surge=surge, unavailable=unavailable, replica_sets=active, status_replicas=status_replicas
     )
+
+
+def is_saturated(rs: ReplicaSetState | None, *, desired: int | None, replicas: int) -> bool:
+    """IsSaturated: the new ReplicaSet has, wants (desired-replicas annotation ``desired``) and makes available
+    exactly the workload's replicas."""
+    return rs is not None and rs.replicas == replicas and desired == replicas and rs.available == replicas
 
 
 def _reverse(name: str) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ from kubectl_rollout.rollout.replica_math import (
     ReplicaSetState,
     StaleReplicaSetStatus,
     cleanup_unhealthy_replicas,
+    is_saturated,
     max_unavailable,
     new_replica_set_size,
     old_replica_set_sizes,
@@ -408,3 +409,20 @@ def test_scale_down_old_replica_sets_for_rolling_update(
         old=[ReplicaSetState(name="foo-v2", replicas=old_replicas, available=ready, created=OLD)],
     )
     assert sizes == ({} if expected_old is None else {"foo-v2": expected_old})
+
+
+@pytest.mark.parametrize(
+    ("rs", "desired", "expected"),
+    [
+        # deployment_util_test.go TestAnnotationUtils "IsSaturated" (1 replica, annotated 1, 1 available) and
+        # the ways to miss it
+        pytest.param(ReplicaSetState(name="rs", replicas=1, available=1), 1, True, id="saturated"),
+        pytest.param(None, 1, False, id="no-replica-set"),
+        pytest.param(ReplicaSetState(name="rs", replicas=1, available=1), None, False, id="no-annotation"),
+        pytest.param(ReplicaSetState(name="rs", replicas=1, available=1), 2, False, id="annotated-otherwise"),
+        pytest.param(ReplicaSetState(name="rs", replicas=1, available=0), 1, False, id="not-available"),
+        pytest.param(ReplicaSetState(name="rs", replicas=2, available=2), 1, False, id="other-size"),
+    ],
+)
+def test_is_saturated(rs: ReplicaSetState | None, desired: int | None, expected: bool) -> None:
+    assert is_saturated(rs, desired=desired, replicas=1) is expected
