@@ -29,7 +29,7 @@ _CACHE_SIZE = 64
 
 def defaulted_template(cluster: Cluster, spec: WorkloadSpec) -> dict[str, Any] | None:
     """``spec.template`` with the API server's defaults; InvalidManifest when the server finds the template
-    invalid; None when it refuses the dry run for another reason (403: a ReplicaSet quota already used up, an
+    invalid; None when it refuses the dry run for another reason (a ReplicaSet quota already used up, an
     admission webhook, no permission to create ReplicaSets), which the rollout itself then meets and reports."""
     key = (spec.namespace, json.dumps(spec.template, sort_keys=True))
     if key in _CACHE:
@@ -43,10 +43,12 @@ def defaulted_template(cluster: Cluster, spec: WorkloadSpec) -> dict[str, Any] |
     try:
         stored = call_with_retry(cluster.apps.create_namespaced_replica_set, spec.namespace, body, dry_run="All")
     except ApiException as err:
-        if err.status == 422:
-            raise InvalidManifest(f'Deployment "{spec.name}" is invalid: {_causes(err)}') from err
-        if err.status == 403:
+        if err.status == 403 or (err.status == 400 and "does not support dry run" in _causes(err)):
+            # Not the template's fault: a quota, an admission webhook (one with side effects refuses every dry
+            # run), or no permission to create ReplicaSets.
             return None
+        if err.status in (400, 422):
+            raise InvalidManifest(f'Deployment "{spec.name}" is invalid: {_causes(err)}') from err
         raise
     template: dict[str, Any] = to_plain(stored.spec.template)
     if len(_CACHE) >= _CACHE_SIZE:
