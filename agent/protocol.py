@@ -203,6 +203,10 @@ class JobInfo:
     #: no new eviction starts until it is resumed
     paused: bool = False
     spec: dict[str, Any] = field(default_factory=dict)
+    #: connections attached to its events now (0 from an agent older than this field)
+    attached: int = 0
+    #: the client that submitted it, as its hello named it, with its pid ("" once the agent restarted)
+    submitted_by: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -20,6 +20,7 @@ Logs go to the state directory (rotated); nothing secret is logged.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import fcntl
@@ -145,6 +146,9 @@ class Agent:
         self.settings = settings
         self.live: dict[str, LiveJob] = {}
         self.clients: set[Connection] = set()
+        #: how many connections follow each job now, and who submitted the jobs this agent started (in memory)
+        self.attached: collections.Counter[str] = collections.Counter()
+        self.submitted_by: dict[str, str] = {}
         self.started_at = time.time()
         self._last_busy = time.monotonic()
         self._stopping: asyncio.Event | None = None
@@ -377,10 +381,10 @@ class Agent:
         if request.method == Method.HELLO:
             return self._hello(connection, params)
         if request.method == Method.SUBMIT:
-            return self._submit(params)
+            return self._submit(connection, params)
         if request.method == Method.LIST:
             limit = int(params.get("limit", 100))
-            return {"jobs": [info.as_dict() for info in self.journal.jobs(limit=limit)]}
+            return {"jobs": [self._with_clients(info).as_dict() for info in self.journal.jobs(limit=limit)]}
         if request.method == Method.SHOW:
             return self._info(params).as_dict()
         if request.method == Method.CANCEL:
@@ -414,7 +418,7 @@ class Agent:
             "idle_seconds": self.settings.idle_seconds,
         }
 
-    def _submit(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _submit(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
         if self._stopping is not None and self._stopping.is_set():
             raise ProtocolError(
                 ErrorCode.SHUTTING_DOWN, "the agent is stopping; run the command again to start a new one"
@@ -436,6 +440,7 @@ class Agent:
             )
         job_id = new_job_id()
         self.journal.create_job(job_id, spec)  # intent before action: committed before the job starts
+        self.submitted_by[job_id] = f"{connection.client} (pid {connection.pid})"
         self._start(job_id, spec, resumed=False, history=[], next_seq=1)
         log.info("job %s (%s %s): submitted", job_id, spec.kind.value, spec.target)
         return self._info({"job": job_id}).as_dict()
@@ -449,7 +454,12 @@ class Agent:
                 f"no job {job_id!r} in the agent's journal (finished jobs are kept {self.settings.retention_days:g} "
                 f"days); list them with `{command('jobs', 'list')}`",
             )
-        return info
+        return self._with_clients(info)
+
+    def _with_clients(self, info: JobInfo) -> JobInfo:
+        return dataclasses.replace(
+            info, attached=self.attached[info.id], submitted_by=self.submitted_by.get(info.id, "")
+        )
 
     def _cancel(self, params: dict[str, Any]) -> dict[str, Any]:
         info = self._info(params)
@@ -525,6 +535,7 @@ class Agent:
     async def _stream(self, connection: Connection, job: LiveJob, next_seq: int, *, follow: bool) -> None:
         waiter = asyncio.Event()
         job.waiters.add(waiter)
+        self.attached[job.id] += 1
         try:
             while True:
                 waiter.clear()
@@ -550,6 +561,9 @@ class Agent:
             pass
         finally:
             job.waiters.discard(waiter)
+            self.attached[job.id] -= 1
+            if self.attached[job.id] <= 0:
+                del self.attached[job.id]
 
     @property
     def force_exit(self) -> bool:
