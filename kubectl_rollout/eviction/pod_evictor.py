@@ -326,6 +326,7 @@ class PodEvictor:
                 pdb=qualified(budget),
                 healthy=status.current_healthy if status else None,
                 needed=status.desired_healthy if status else None,
+                expected=status.expected_pods if status else None,
                 since=since,
                 attempts=state.count,
                 next_try_by=time.time() + net,

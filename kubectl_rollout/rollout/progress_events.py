@@ -6,7 +6,19 @@ from __future__ import annotations
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
 from kubectl_rollout.rollout.record import Record
-from kubectl_rollout.rollout.state import Condition, RolloutStatus
+from kubectl_rollout.rollout.state import NEW_RS_AVAILABLE, PAUSED, PROGRESSING, TIMED_OUT, Condition, RolloutStatus
+
+#: the Progressing reasons under which no deadline runs (done, paused, or already exceeded)
+_NO_DEADLINE = frozenset({NEW_RS_AVAILABLE, PAUSED, TIMED_OUT})
+
+
+def deadline_at(record: Record, status: RolloutStatus) -> float | None:
+    """When the rollout would exceed its progress deadline without further progress (as has_timed_out counts)."""
+    seconds = record.spec.progress_deadline_seconds
+    cond = status.condition(PROGRESSING)
+    if not seconds or cond is None or record.spec.paused or cond.reason in _NO_DEADLINE:
+        return None
+    return cond.last_update_time + seconds
 
 
 def progress_event(
@@ -24,6 +36,8 @@ def progress_event(
         available=status.available_replicas,
         paused=record.spec.paused,
         rows=rows,
+        progress_deadline_seconds=record.spec.progress_deadline_seconds,
+        deadline_at=deadline_at(record, status),
     )
 
 

@@ -54,6 +54,8 @@ class EvictionBlocked(Event):
     pdb: str | None = None
     healthy: int | None = None
     needed: int | None = None
+    #: the pods the PDB selects (its status.expectedPods), when the engine read the PDB
+    expected: int | None = None
     #: when this pod was first blocked (epoch seconds)
     since: float = 0.0
     attempts: int = 0

@@ -330,6 +330,10 @@ class RolloutProgressed(Event):
     paused: bool = False
     #: the workload's ReplicaSets, newest revision first
     rows: tuple[ReplicaSetRow, ...] = ()
+    #: spec.progressDeadlineSeconds, and when the deadline falls without progress (the Progressing condition's
+    #: lastUpdateTime plus it, epoch seconds; None when no deadline runs: complete, paused, or none set)
+    progress_deadline_seconds: int | None = None
+    deadline_at: float | None = None
 
     @property
     def done(self) -> bool:

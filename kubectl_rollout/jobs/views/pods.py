@@ -36,6 +36,8 @@ class Blocker:
     pdb: str | None = None
     healthy: int | None = None
     needed: int | None = None
+    #: the pods the PDB selects, when known
+    expected: int | None = None
     since: float = 0.0
     #: the latest time of the next attempt (epoch seconds)
     next_try_by: float = 0.0
@@ -80,6 +82,7 @@ def _next(view: PodView, event: Event) -> PodView:
             pdb=event.pdb,
             healthy=event.healthy,
             needed=event.needed,
+            expected=event.expected,
             since=event.since,
             next_try_by=event.next_try_by,
             retry_after=event.retry_after,

@@ -63,6 +63,11 @@ class RolloutView:
     message: str = ""
     phase: ev.RolloutPhase | None = None
     generation: int = 0
+    #: the workload's desired replicas, as the latest progress report gave them
+    desired: int = 0
+    #: spec.progressDeadlineSeconds, and when it runs out without progress (None: no deadline runs)
+    progress_deadline_seconds: int | None = None
+    deadline_at: float | None = None
     paused: bool = False
     #: the latest spec change the job recorded
     spec_change: ev.SpecChanged | None = None
@@ -194,6 +199,9 @@ def _apply(view: RolloutView, event: Event) -> RolloutView:
             closed_pass=view.pass_actions,
             phase=event.phase,
             generation=event.generation,
+            desired=event.desired,
+            progress_deadline_seconds=event.progress_deadline_seconds,
+            deadline_at=event.deadline_at,
             paused=event.paused,
             rows=event.rows,
             held_by_pdb=None if done else view.held_by_pdb,
