@@ -22,7 +22,7 @@ import click
 from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.cli.interruptible import run_interruptibly
-from kubectl_rollout.cli.job_options import wants_agent
+from kubectl_rollout.cli.job_options import tui_requested, wants_agent
 from kubectl_rollout.cli.options import Failure, settings_from
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished
@@ -72,6 +72,24 @@ def run_job_command(
     """Run the job in the agent or here (see the module's docstring); exits with the job's exit code."""
     if detach and use_agent is False:
         raise UsageError("--detach runs the job in the agent; drop --in-process (or --detach)")
+    tui = tui_requested(ctx)
+    if tui and use_agent is False:
+        raise UsageError("--tui runs the job in the agent; drop --in-process (or --tui)")
+    if tui:
+        try:
+            agent = agent_client.connect()
+        except AgentError as err:
+            raise Failure(f"{err.message}; without an agent --tui cannot run the job", 1) from err
+        with agent:
+            try:
+                info = agent.submit(spec)
+            except AgentError as err:
+                raise Failure(err.message, err.exit_code) from err
+        close()
+        from kubectl_rollout.cli.tui_command import open_tui
+
+        open_tui(open_job=info.id)
+        return
     if detach or wants_agent(use_agent):
         try:
             agent = agent_client.connect()

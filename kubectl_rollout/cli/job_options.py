@@ -18,8 +18,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 ENV_AGENT = "ROLLOUT_PLUS_AGENT"
 
 
+#: where ``--tui`` leaves its choice (in the context's meta: no job command's signature has to carry it)
+TUI_REQUESTED = "rollout_plus.tui"
+
+
+def _remember_tui(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta[TUI_REQUESTED] = True
+    return value
+
+
+def tui_requested(ctx: click.Context) -> bool:
+    return bool(ctx.meta.get(TUI_REQUESTED))
+
+
 def agent_options(command_function: F) -> F:
-    """``--agent/--in-process`` and ``--detach``, for every job command."""
+    """``--agent/--in-process``, ``--detach`` and ``--tui``, for every job command."""
+    command_function = click.option(
+        "--tui",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_tui,
+        help="Run the job in the agent and watch it in the TUI; leaving the TUI leaves the job running.",
+    )(command_function)
     command_function = click.option(
         "--detach",
         is_flag=True,

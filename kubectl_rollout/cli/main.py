@@ -72,6 +72,10 @@ LAZY_COMMANDS = {
         "kubectl_rollout.cli.agent_commands:agent_group",
         "The local agent that runs jobs, so that they survive a closed terminal.",
     ),
+    "tui": LazyCommand(
+        "kubectl_rollout.cli.tui_command:tui",
+        "Watch and steer the agent's jobs live in a terminal UI (drains, rollouts, restarts).",
+    ),
     "jobs": LazyCommand(
         "kubectl_rollout.cli.agent_commands:jobs_group",
         "The agent's jobs: list them, show one, follow it, pause, resume or cancel it, print its events.",

@@ -1,0 +1,45 @@
+"""The TUI's screens, by name: the top-level ones (one key each) and the screen of each job kind.
+
+A screen is registered here by where it lives (``"module:Class"``) and imported
+when first shown. To add a top-level screen, add a ``TopScreen``; its key
+switches to it and the command palette lists it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+_SCREENS = "kubectl_rollout.tui.screens"
+
+
+@dataclass(frozen=True)
+class TopScreen:
+    #: the app's mode for it (each top-level screen keeps its own stack of job screens)
+    mode: str
+    #: the key that switches to it
+    key: str
+    title: str
+    #: where its class lives, "package.module:Class"
+    location: str
+
+    def load(self) -> Any:
+        module, _, name = self.location.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+TOP_SCREENS: tuple[TopScreen, ...] = (TopScreen("jobs", "1", "Jobs", f"{_SCREENS}.jobs:JobsScreen"),)
+
+#: the screen that shows a job of each kind, by JobStarted.kind
+JOB_SCREENS: dict[str, str] = {
+    "drain": f"{_SCREENS}.drain:DrainScreen",
+    "restart": f"{_SCREENS}.drain:DrainScreen",
+    "rollout": f"{_SCREENS}.rollout:RolloutScreen",
+}
+
+
+def job_screen_class(kind: str) -> Any:
+    """The screen class for a job of ``kind``; a kind this version does not know gets the drain's pod table."""
+    module, _, name = JOB_SCREENS.get(kind, JOB_SCREENS["drain"]).partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,117 @@
+"""The Drain screen: the job's nodes, every pod it evicts with its state, and why blocked pods wait.
+
+Also shows a restart by eviction (the same pod states, without nodes).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer, Header, Static
+
+from kubectl_rollout.jobs.views.blockers import pdb_blocks
+from kubectl_rollout.jobs.views.drain import DrainView, NodeState, NodeView
+from kubectl_rollout.jobs.views.pods import PodState, PodView
+from kubectl_rollout.jobs.views.restart import RestartView
+from kubectl_rollout.tui.formatting import countdown, duration
+from kubectl_rollout.tui.screens.job_screen import JobScreen
+from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
+from kubectl_rollout.tui.widgets.filter_bar import FilterBar
+from kubectl_rollout.tui.widgets.live_table import Cell, LiveTable, Row
+from kubectl_rollout.tui.widgets.state_style import state_text
+
+NODE_COLUMNS = ("NODE", "STATE", "PODS", "EVICTED", "TIME", "WHY")
+POD_COLUMNS = ("POD", "STATE", "TRIES", "NEXT TRY", "PDB", "NODE", "NAMESPACE")
+
+
+def pod_state(pod: PodView, nodes: dict[str, NodeView]) -> str:
+    """The word the table shows: a pending pod whose node is draining is queued (next in line)."""
+    if pod.state is PodState.PENDING:
+        node = nodes.get(pod.pod.node)
+        return "queued" if node is not None and node.state is NodeState.DRAINING else "pending"
+    if pod.state is PodState.REPLACED:
+        return "replacement Ready"
+    return str(pod.state)
+
+
+def pod_row(pod: PodView, nodes: dict[str, NodeView], *, now: float) -> tuple[Cell, ...]:
+    blocker = pod.blocker
+    pdb: Cell = "-"
+    next_try = "-"
+    if blocker is not None:
+        next_try = countdown(blocker.next_try_by, now)
+        if blocker.pdb:
+            healthy = "?" if blocker.healthy is None else blocker.healthy
+            needed = "?" if blocker.needed is None else blocker.needed
+            pdb = Text(f"{blocker.pdb.partition('/')[2]} {healthy}/{needed}", style="red")
+        else:
+            pdb = str(blocker.reason)
+    state: Cell = state_text(pod_state(pod, nodes))
+    if pod.state is PodState.FAILED and pod.failure:
+        state = Text(f"failed: {pod.failure}", style="bold red")
+    return (pod.pod.name, state, str(pod.attempts or "-"), next_try, pdb, pod.pod.node or "-", pod.pod.namespace)
+
+
+def node_row(node: NodeView) -> tuple[Cell, ...]:
+    state = node.state.value
+    if node.state is NodeState.FAILED and not node.cordoned:
+        state = "failed, uncordoned"
+    return (
+        node.name,
+        state_text(state),
+        str(len(node.pods)),
+        str(node.evicted) if node.state is NodeState.DRAINED else "-",
+        duration(node.seconds) if node.seconds else "-",
+        "; ".join((*node.reasons, *node.warnings)) or "-",
+    )
+
+
+class DrainScreen(JobScreen):
+    HELP_TEXT = (
+        "A drain: its nodes (cordoned, draining, drained, failed) and every pod it evicts: pending, queued (its "
+        "node is draining), evicting, blocked (the PDB and its healthy/needed counts, the next try), terminating, "
+        "gone, failed. The blocker panel explains each PodDisruptionBudget that blocks pods now and what would "
+        "unblock it. A restart by eviction shows here too: its pods end as 'replacement Ready'."
+    )
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="job-header", classes="summary")
+        yield LiveTable(NODE_COLUMNS, id="nodes")
+        yield LiveTable(POD_COLUMNS, id="pods")
+        yield BlockerPanel()
+        yield FilterBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Job {self.job_id}"
+        self.query_one(FilterBar).display = False
+        self.show_all()
+
+    def _pods(self) -> tuple[dict[str, NodeView], list[PodView]]:
+        body = self.view.body
+        if isinstance(body, DrainView):
+            order = [key for node in body.nodes.values() for key in node.pods]
+            listed = set(order)
+            order += [key for key in body.pods if key not in listed]
+            return dict(body.nodes), [body.pods[key] for key in order if key in body.pods]
+        if isinstance(body, RestartView):
+            order = list(body.order) + [key for key in body.pods if key not in set(body.order)]
+            return {}, [body.pods[key] for key in order if key in body.pods]
+        return {}, []
+
+    def show_all(self) -> None:
+        if not self.is_mounted:
+            return
+        now = self.rollout_app.clock()
+        needle = self.query_one(FilterBar).value
+        self.query_one("#job-header", Static).update(self.header_line())
+        nodes, pods = self._pods()
+        node_table = self.query_one("#nodes", LiveTable)
+        node_table.display = bool(nodes)
+        node_table.sync([(name, node_row(node)) for name, node in nodes.items()])
+        rows: list[Row] = [(str(pod.pod), pod_row(pod, nodes, now=now)) for pod in pods]
+        self.query_one("#pods", LiveTable).sync(rows, needle=needle)
+        body = self.view.body
+        blocks = pdb_blocks(body.pods) if isinstance(body, DrainView | RestartView) else []
+        self.query_one(BlockerPanel).show_blocks(blocks, now=now)

@@ -1,0 +1,118 @@
+"""What every job screen shares: the job's header line, and the keys that steer it.
+
+``c`` cancels (after a confirmation), ``p`` pauses or resumes a drain or a
+restart (a rollout is paused on its workload, not as a job); keys that do not
+apply now are greyed out, and ``--readonly`` hides them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+
+from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.events.job import JobState
+from kubectl_rollout.jobs.views.job import JobView
+from kubectl_rollout.jobs.views.progress import eta_seconds, progress_of
+from kubectl_rollout.tui.formatting import clock_time, duration
+from kubectl_rollout.tui.screens.live_screen import LiveScreen
+from kubectl_rollout.tui.widgets.bars import count_bar
+from kubectl_rollout.tui.widgets.state_style import state_text
+
+#: actions that change a job; --readonly hides them
+STEERING = frozenset({"cancel", "pause"})
+PAUSABLE_KINDS = frozenset({"drain", "restart"})
+
+
+class JobScreen(LiveScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Jobs"),
+        Binding("c", "cancel", "Cancel job"),
+        Binding("p", "pause", "Pause/resume"),
+    ]
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+
+    @property
+    def view(self) -> JobView:
+        return self.rollout_app.store.view(self.job_id)
+
+    def _job_running(self) -> bool:
+        info = self.rollout_app.store.infos.get(self.job_id)
+        view = self.view
+        if view.state.finished:
+            return False
+        return view.state is JobState.RUNNING or (info is not None and info.state in ("running", "pending"))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in STEERING:
+            source = self.rollout_app.source
+            if self.rollout_app.readonly or (source is not None and not source.can_act):
+                return False
+            if not self._job_running():
+                return None
+            if action == "pause" and self.view.kind not in PAUSABLE_KINDS:
+                return None
+        return True
+
+    def header_line(self) -> Text:
+        view = self.view
+        now = self.rollout_app.clock()
+        progress = progress_of(view)
+        state = "paused" if view.paused and not view.state.finished else str(view.state)
+        eta = eta_seconds(progress, started_at=view.started_at, now=now) if state == "running" else None
+        line = Text.assemble(
+            (f"{view.kind or 'job'} {view.target or self.job_id}", "bold"),
+            "  ",
+            state_text(state),
+            "  ",
+            count_bar(progress.done, progress.total, 12) if progress.total else "",
+            f"  ETA {duration(eta)}" if eta is not None else "",
+            f"  started {clock_time(view.started_at)}",
+            f"  job {self.job_id}",
+        )
+        if view.finished is not None and (view.finished.error or view.finished.summary):
+            line.append(f"\n{view.finished.error or view.finished.summary}", style="red" if view.finished.error else "")
+        return line
+
+    def show_changes(self, jobs: frozenset[str]) -> None:
+        if self.job_id in jobs:
+            self.refresh_bindings()
+            self.show_all()
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    async def action_cancel(self) -> None:
+        from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+
+        view = self.view
+        question = (
+            f"Cancel job {self.job_id} ({view.kind} {view.target})?\n\nIt stops cooperatively: no new eviction or "
+            "step starts; a drain leaves its nodes cordoned."
+        )
+
+        async def answered(yes: bool | None) -> None:
+            if yes:
+                await self._steer("cancel")
+
+        await self.app.push_screen(ConfirmScreen(question, yes="Cancel job"), answered)
+
+    async def action_pause(self) -> None:
+        await self._steer("resume" if self.view.paused else "pause")
+
+    async def _steer(self, what: str) -> None:
+        source = self.rollout_app.source
+        if source is None:
+            return
+        try:
+            info = await getattr(source, what)(self.job_id)
+        except AgentError as err:
+            self.notify(err.message, severity="error", timeout=10)
+            return
+        self.rollout_app.store.update_job(info)
+        self.notify(f"job {self.job_id}: {what} requested")

@@ -1,0 +1,39 @@
+"""The base of every screen that shows live data: it repaints what changed when the app flushes."""
+
+from __future__ import annotations
+
+from typing import ClassVar, cast
+
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from kubectl_rollout.tui.context import TuiContext
+
+
+class LiveScreen(Screen[None]):
+    """Screens read the app's job store; ``show_changes`` is called a few times a second at most."""
+
+    #: a paragraph for the ? help screen: what this screen shows
+    HELP_TEXT: ClassVar[str] = ""
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("slash", "filter", "Filter", tooltip="Filter the table")]
+
+    @property
+    def rollout_app(self) -> TuiContext:
+        return cast(TuiContext, self.app)
+
+    def show_changes(self, jobs: frozenset[str]) -> None:
+        """Repaint what ``jobs`` changed (the app calls this inside one batch update)."""
+
+    def show_all(self) -> None:
+        """Repaint everything (on mount, on resume, on a new filter)."""
+
+    def on_screen_resume(self) -> None:
+        self.show_all()
+
+    def action_filter(self) -> None:
+        from kubectl_rollout.tui.widgets.filter_bar import FilterBar
+
+        self.query_one(FilterBar).open()
+
+    def on_filter_bar_changed(self, message: object) -> None:
+        self.show_all()

@@ -1,0 +1,169 @@
+"""The Rollout screen: revision → ReplicaSet tree with desired/current/ready/available bars, the conditions with
+their reasons and messages, progress against the deadline, and the log of what the driver did."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer, Header, RichLog, Static, Tree
+
+from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.views.rollout import RolloutView
+from kubectl_rollout.tui.formatting import clock_time, duration
+from kubectl_rollout.tui.screens.job_screen import JobScreen
+from kubectl_rollout.tui.widgets.bars import count_bar
+from kubectl_rollout.tui.widgets.filter_bar import FilterBar, matches
+
+BAR = 5
+
+
+def replica_set_label(row: ev.ReplicaSetRow) -> Text:
+    label = Text()
+    label.append(f"rev {row.revision} ", style="bold")
+    label.append(row.name, style="bold cyan" if row.updated else "")
+    label.append(" new" if row.updated else " old", style="green" if row.updated else "dim")
+    return label
+
+
+def replica_set_counts(row: ev.ReplicaSetRow) -> Text:
+    total = max(row.desired, row.current, 1)
+    return Text(
+        f"want {row.desired}  cur {count_bar(row.current, total, BAR)}  rdy {count_bar(row.ready, total, BAR)}"
+        f"  avl {count_bar(row.available, total, BAR)}"
+    )
+
+
+def condition_lines(view: RolloutView) -> Text:
+    text = Text()
+    for kind in ev.ConditionType:
+        cond = view.condition(kind)
+        if cond is None:
+            continue
+        style = "green" if cond.status is ev.ConditionStatus.TRUE else "red"
+        if kind is ev.ConditionType.REPLICA_FAILURE:
+            style = "red" if cond.status is ev.ConditionStatus.TRUE else "green"
+        if text:
+            text.append("\n")
+        text.append(f"{kind.value} ", style="bold")
+        text.append(cond.status.value, style=style)
+        text.append(f" {cond.reason}")
+        if cond.since:
+            text.append(f" since {clock_time(cond.since)}", style="dim")
+        if cond.message:
+            text.append(f": {cond.message}", style="dim")
+    return text or Text("no conditions reported yet", style="dim")
+
+
+def deadline_line(view: RolloutView, *, now: float) -> Text:
+    if view.finished is not None or (view.phase is not None and view.phase.done):
+        return Text(view.message or "", style="green" if view.succeeded else "")
+    if view.paused:
+        return Text("paused: the progress deadline does not run", style="yellow")
+    if view.deadline_at is None or not view.progress_deadline_seconds:
+        return Text(view.message or "waiting for the first progress report", style="dim")
+    left = view.deadline_at - now
+    used = 1 - max(0.0, left) / view.progress_deadline_seconds
+    style = "red" if left < view.progress_deadline_seconds / 4 else ""
+    return Text.assemble(
+        view.message + "\n" if view.message else "",
+        ("deadline ", "bold"),
+        (f"{duration(max(0.0, left))} left of {view.progress_deadline_seconds}s without progress ", style),
+        f"({used:.0%} used)",
+    )
+
+
+def log_line(envelope: Envelope) -> str:
+    event = envelope.event
+    at = datetime.fromtimestamp(envelope.at).strftime("%H:%M:%S")
+    if isinstance(event, ev.ReplicaSetScaled):
+        what = f"scaled {event.name} {event.from_replicas} → {event.to_replicas}"
+    elif isinstance(event, ev.ReplicaSetCreated):
+        what = f"created {event.name} (revision {event.revision}, {event.replicas} replicas)"
+    elif isinstance(event, ev.RevisionAssigned):
+        what = f"{event.name} is revision {event.revision} now (was {event.previous_revision})"
+    elif isinstance(event, ev.ReplicaSetDeleted):
+        what = f"deleted {event.name} (revision {event.revision}, {event.reason})"
+    elif isinstance(event, ev.SpecChanged):
+        what = f"spec changed: {event.change.value}, generation {event.generation}"
+    elif isinstance(event, ev.ScaleDownHeldByPdb):
+        pdbs = ", ".join(f"{p.namespace}/{p.name} {p.healthy}/{p.needed}" for p in event.pdbs)
+        what = f"scale-down held by PDB {pdbs}"
+    elif isinstance(event, ev.NewPodsFailing):
+        what = f"pod {event.pod} failing: {event.reason} ({event.restart_count} restarts)"
+    elif isinstance(event, ev.DeadlineExceeded):
+        what = f"progress deadline exceeded ({event.progress_deadline_seconds}s)"
+    else:
+        what = getattr(event, "message", "") or event.TYPE
+    return f"{at} {what}"
+
+
+class RolloutScreen(JobScreen):
+    HELP_TEXT = (
+        "A rollout of a managed workload: each revision's ReplicaSet with its desired, current, ready and "
+        "available pods as bars (new: the current template), failing pods under it, the conditions "
+        "(Progressing, Available, ReplicaFailure) with their reasons, how much of the progress deadline is "
+        "left, and the log of what the driver did. A rollout is paused on its workload: "
+        "`kubectl rollout-plus pause NAME`."
+    )
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="job-header", classes="summary")
+        tree: Tree[str] = Tree("workload", id="replica-sets")
+        tree.show_root = False
+        yield tree
+        yield Static(id="conditions")
+        yield Static(id="deadline")
+        yield RichLog(id="actions", max_lines=500, wrap=False)
+        yield FilterBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Job {self.job_id}"
+        self.query_one(FilterBar).display = False
+        self._logged_seq = 0
+        self._tree_shown: tuple[object, ...] = ()
+        self.show_all()
+
+    def show_all(self) -> None:
+        if not self.is_mounted:
+            return
+        view = self.view
+        body = view.body
+        now = self.rollout_app.clock()
+        self.query_one("#job-header", Static).update(self.header_line())
+        if not isinstance(body, RolloutView):
+            return
+        self._show_tree(body)
+        self.query_one("#conditions", Static).update(condition_lines(body))
+        self.query_one("#deadline", Static).update(deadline_line(body, now=now))
+        log = self.query_one("#actions", RichLog)
+        for envelope in body.actions:
+            if envelope.seq > self._logged_seq:
+                log.write(log_line(envelope))
+                self._logged_seq = envelope.seq
+
+    def _show_tree(self, body: RolloutView) -> None:
+        needle = self.query_one(FilterBar).value
+        rows = [r for r in body.rows if not needle or matches(f"rev {r.revision} {r.name}", needle)]
+        failing = body.failing
+        shown = (tuple(rows), failing, needle)
+        if shown == self._tree_shown:
+            return
+        self._tree_shown = shown
+        tree: Tree[str] = self.query_one("#replica-sets", Tree)
+        tree.clear()
+        tree.root.label = f"{body.namespace}/{body.workload}"
+        for row in rows:
+            node = tree.root.add(replica_set_label(row), data=row.name, expand=True)
+            node.add_leaf(replica_set_counts(row))
+            if failing is not None and failing.pod.startswith(row.name + "-"):
+                node.add_leaf(
+                    Text(
+                        f"pod {failing.pod}: {failing.reason} ({failing.restart_count} restarts) {failing.image}",
+                        style="red",
+                    )
+                )

@@ -1,0 +1,52 @@
+"""The blocker panel: one paragraph per PodDisruptionBudget that blocks pods now, and what would unblock it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.text import Text
+from textual.widgets import Static
+
+from kubectl_rollout.jobs.views.blockers import PdbBlock
+from kubectl_rollout.tui.formatting import clock_time, countdown, duration
+
+#: blocked pods named per PDB before "and N more"
+NAMED_PODS = 3
+
+
+def describe_block(block: PdbBlock, *, now: float) -> Text:
+    text = Text()
+    text.append("PDB ", style="bold")
+    text.append(block.pdb, style="bold red")
+    text.append(f"  {block.counts} healthy/needed")
+    if block.expected is not None:
+        text.append(f", selects {block.expected}")
+    text.append(
+        f"  blocks {len(block.pods)} pod{'s' if len(block.pods) != 1 else ''} since {clock_time(block.since)} "
+        f"({duration(now - block.since)})"
+    )
+    names = ", ".join(p.pod.name for p in block.pods[:NAMED_PODS])
+    more = len(block.pods) - NAMED_PODS
+    others = f" and {more} more" if more > 0 else ""
+    text.append(f"\n  waiting: {names}{others}; next try {countdown(block.next_try_by, now)}")
+    text.append("\n  ")
+    text.append("never: " if block.never else "why: ", style="bold red" if block.never else "bold")
+    text.append(block.hint)
+    for command in block.unblock:
+        text.append("\n  $ ", style="dim")
+        text.append(command, style="bold")
+    return text
+
+
+class BlockerPanel(Static):
+    def __init__(self) -> None:
+        super().__init__(id="blockers")
+        self._shown: tuple[Text, ...] = ()
+
+    def show_blocks(self, blocks: Sequence[PdbBlock], *, now: float) -> None:
+        texts = tuple(describe_block(block, now=now) for block in blocks)
+        self.display = bool(texts)
+        if texts != self._shown:
+            self._shown = texts
+            self.update(Group(*texts))
