@@ -33,6 +33,8 @@ from kubectl_rollout.tui.screens.live_screen import LiveScreen
 FLUSH_INTERVAL = 0.25
 #: how often the agent's job list is asked for (it sends no notification for new jobs)
 LIST_INTERVAL = 1.0
+#: the newest jobs are followed even when finished (their bars then show how far they got)
+FOLLOW_FINISHED = 10
 #: how often countdowns (next try, ETA, deadline) move without an event
 TICK_INTERVAL = 1.0
 #: how many event-to-screen latencies are kept for the benchmark
@@ -103,8 +105,8 @@ class RolloutPlusApp(App[None]):
                 self._say_lost(err.message)
                 return
             self.store.set_jobs(infos)
-            for info in infos:
-                if info.state in (JobState.RUNNING, JobState.PENDING):
+            for index, info in enumerate(infos):
+                if index < FOLLOW_FINISHED or info.state in (JobState.RUNNING, JobState.PENDING):
                     self.follow(info.id)
             if not self._listed.is_set():
                 self._listed.set()

@@ -20,7 +20,7 @@ from kubectl_rollout.tui.widgets.filter_bar import FilterBar
 from kubectl_rollout.tui.widgets.live_table import Cell, LiveTable, Row
 from kubectl_rollout.tui.widgets.state_style import state_text
 
-COLUMNS = ("ID", "KIND", "TARGET", "STATE", "PROGRESS", "ETA", "STARTED", "BY", "CONTEXT", "CLIENTS")
+COLUMNS = ("ID", "KIND", "STATE", "PROGRESS", "ETA", "TARGET", "STARTED", "BY", "CONTEXT", "CLIENTS")
 BAR_WIDTH = 10
 
 
@@ -49,10 +49,10 @@ def job_row(info: JobInfo | None, view: JobView, *, now: float) -> tuple[Cell, .
     return (
         view.job or (info.id if info else ""),
         (info.kind if info else "") or view.kind,
-        (info.target if info else "") or view.target,
         state_text(state),
         count_bar(progress.done, progress.total, BAR_WIDTH) if progress.total else "-",
         duration(eta) if eta is not None else "-",
+        (info.target if info else "") or view.target,
         clock_time(started),
         (info.submitted_by if info else "") or "-",
         (info.context if info else None) or view.context or "-",

@@ -8,6 +8,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from kubectl_rollout.tui.context import TuiContext
+from kubectl_rollout.tui.widgets.filter_bar import FilterBar
 
 
 class LiveScreen(Screen[None]):
@@ -31,9 +32,7 @@ class LiveScreen(Screen[None]):
         self.show_all()
 
     def action_filter(self) -> None:
-        from kubectl_rollout.tui.widgets.filter_bar import FilterBar
-
         self.query_one(FilterBar).open()
 
-    def on_filter_bar_changed(self, message: object) -> None:
+    def on_filter_bar_filter_changed(self, message: FilterBar.FilterChanged) -> None:
         self.show_all()

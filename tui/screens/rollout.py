@@ -125,6 +125,7 @@ class RolloutScreen(JobScreen):
         self.title = f"Job {self.job_id}"
         self.query_one(FilterBar).display = False
         self._logged_seq = 0
+        self._last_line = ""
         self._tree_shown: tuple[object, ...] = ()
         self.show_all()
 
@@ -143,8 +144,11 @@ class RolloutScreen(JobScreen):
         log = self.query_one("#actions", RichLog)
         for envelope in body.actions:
             if envelope.seq > self._logged_seq:
-                log.write(log_line(envelope))
                 self._logged_seq = envelope.seq
+                line = log_line(envelope)
+                if line[9:] != self._last_line[9:]:  # the same thing again (a PDB still holding): said once
+                    log.write(line)
+                    self._last_line = line
 
     def _show_tree(self, body: RolloutView) -> None:
         needle = self.query_one(FilterBar).value

@@ -16,7 +16,9 @@ class FilterBar(Input):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear", "Clear filter", show=False)]
 
     @dataclass
-    class Changed(Message):
+    class FilterChanged(Message):
+        """The filter's text changed (Input.Changed is Input's own: this one is for the screen)."""
+
         text: str
 
     def __init__(self) -> None:
@@ -28,7 +30,7 @@ class FilterBar(Input):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed(event.value))
+        self.post_message(self.FilterChanged(event.value))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -38,6 +40,7 @@ class FilterBar(Input):
 
     def action_clear(self) -> None:
         self.value = ""
+        self.post_message(self.FilterChanged(""))
         self.display = False
         self.screen.focus_next()
 

@@ -1,0 +1,114 @@
+"""SVG snapshots of every TUI screen at 80x24 and 200x50, fed from recorded event streams.
+
+A recording (``RecordedJobs``) instead of a live cluster, a frozen clock, local
+time in UTC and no cursor blink: the same input gives the same picture, so a
+change in a snapshot is a change in the TUI. Update them with
+``pytest tests/unit/test_tui_snapshots.py --snapshot-update`` and look at each.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.tui.app import RolloutPlusApp
+from kubectl_rollout.tui.job_source import JobSource
+from kubectl_rollout.tui.recorded_jobs import RecordedJobs
+from kubectl_rollout.tui.widgets.filter_bar import FilterBar
+
+STREAMS = Path(__file__).parent / "streams"
+DRAIN = "drain_pdb_and_bare_pod.jsonl"
+ROLLOUT = "rollout_pdb_held.jsonl"
+#: 2026-11-23 10:52:09.5 UTC: half a second after the drain's first PDB refusal
+FROZEN = 1795431129.5
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((200, 50), id="200x50")]
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def recorded(name: str, *, until: int | None = None) -> list[Envelope]:
+    lines = (STREAMS / name).read_text().splitlines()
+    found = [Envelope.from_dict(json.loads(line)) for line in lines]
+    return [e for e in found if until is None or e.seq <= until]
+
+
+def app_over(*streams: list[Envelope], readonly: bool = False, clock: float = FROZEN) -> RolloutPlusApp:
+    envelopes = [e for stream in streams for e in stream]
+
+    async def connect() -> JobSource:
+        return RecordedJobs(envelopes, description="recorded")
+
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: clock)
+
+
+def settled(*then: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Wait until every recorded job is folded and shown, then press ``then``, and show the result."""
+
+    async def run(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, RolloutPlusApp)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.store.order and all(app.store.view(j).last_seq for j in app.store.order):
+                break
+        app.flush()
+        await pilot.pause()
+        for key in then:
+            await pilot.press(key)
+            await pilot.pause(0.05)
+            app.flush()
+        for bar in app.query(FilterBar):
+            bar.cursor_blink = False
+        await pilot.pause()
+
+    return run
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_jobs_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(DRAIN), recorded(ROLLOUT))
+    assert snap_compare(app, terminal_size=size, run_before=settled())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_drain_screen_blocked_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(DRAIN, until=11))
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_drain_screen_finished(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(DRAIN), clock=FROZEN + 60)
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rollout_screen_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(ROLLOUT, until=30), clock=FROZEN + 300)
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_on_the_drain_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(DRAIN, until=11))
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter", "question_mark"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_drain_screen_filtered(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(recorded(DRAIN, until=11))
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter", "slash", "j", "8", "5"))
