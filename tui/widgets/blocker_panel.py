@@ -44,6 +44,11 @@ class BlockerPanel(Static):
         super().__init__(id="blockers")
         self._shown: tuple[Text, ...] = ()
 
+    @property
+    def plain(self) -> str:
+        """What the panel shows, without styles."""
+        return "\n".join(text.plain for text in self._shown)
+
     def show_blocks(self, blocks: Sequence[PdbBlock], *, now: float) -> None:
         texts = tuple(describe_block(block, now=now) for block in blocks)
         self.display = bool(texts)
