@@ -1,0 +1,101 @@
+"""The TUI in a real terminal: ``drain NODE --tui`` under tmux, read back with ``capture-pane``.
+
+tmux gives the app a real pseudo-terminal at 80x24 (keys with ``send-keys``),
+so this runs the TUI the way a person over SSH does: the CLI submits the
+drain to the agent, opens the TUI on it, and the screen must show the PDB that
+blocks it with its counts, then, once the PDB has room, the node drained.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+from integration.test_agent import _place, agent_dir
+
+from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths
+from kubectl_rollout.kube.cluster_access import Cluster
+
+__all__ = ["agent_dir"]  # the fixture, shared with test_agent.py
+
+
+class Tmux:
+    """One tmux server of our own (``-L``), so no other session is ever touched."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "tui")
+
+    def wait_for(self, check: Callable[[str], bool], *, what: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        shown = ""
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if check(shown):
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}; the terminal showed:\n{shown}")
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is missing: run hack/install-system-packages.sh (make setup does)", pytrace=False)
+    server = Tmux(f"rollout-plus-test-{uuid.uuid4().hex[:8]}")
+    yield server
+    subprocess.run(["tmux", "-L", server.name, "kill-server"], capture_output=True)
+
+
+def test_drain_tui_in_a_terminal_shows_the_blocking_pdb_then_the_node_drained(
+    agent_dir: AgentPaths,
+    tmux: Tmux,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    (node,) = dedicated_nodes(1)
+    _place(cluster, namespace, node, replicas=2)
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=2))
+    command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
+    env = {
+        ENV_DIR: os.environ[ENV_DIR],
+        "PATH": os.environ["PATH"],
+        "TERM": "xterm-256color",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    tmux.run(
+        "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *[f"{k}={v}" for k, v in env.items()], *command
+    )
+
+    shown = tmux.wait_for(lambda s: f"PDB {namespace}/web" in s, what="the blocker panel naming the PDB")
+    assert "2/2 healthy/needed" in shown, shown
+    assert "web 2/2" in shown, shown  # the pod table's PDB column
+    assert "blocked" in shown, shown
+
+    cluster.policy.patch_namespaced_pod_disruption_budget(
+        "web", namespace, {"spec": {"minAvailable": None, "maxUnavailable": 2}}
+    )
+    shown = tmux.wait_for(lambda s: f"{node}  drained" in s, what=f"{node} drained on the screen")
+    assert f"PDB {namespace}/web" not in shown, "the blocker panel stayed after the PDB had room"
+
+    tmux.run("send-keys", "-t", "tui", "q")
+    with connect(name="test", start=False) as agent:
+        (job,) = agent.jobs()
+    assert (job.kind, job.target, job.state) == ("drain", f"node/{node}", "succeeded")
