@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 
 from kubectl_rollout.agent.async_client import Lagged
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.jobs.events.job import JobState
+from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.tui.commands import ActionsProvider
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.job_store import JobStore
@@ -134,16 +134,18 @@ class RolloutPlusApp(App[None]):
         self.run_worker(self._follow(self.source, job_id), group="follow", exit_on_error=False)
 
     async def _follow(self, source: JobSource, job_id: str) -> None:
+        finished = False
         try:
-            async for item in source.follow(job_id, from_seq=self.store.view(job_id).last_seq + 1):
+            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item)
+                finished = isinstance(item.event, JobFinished)
         except AgentError as err:
             self.notify(f"job {job_id}: {err.message}", severity="warning")
         finally:
-            if not self.store.view(job_id).state.finished:
-                self._followed.discard(job_id)  # the next list retries it
+            if not finished:
+                self._followed.discard(job_id)  # the next list follows it again from where it stopped
 
     def open_job(self, job_id: str) -> None:
         """Push the screen of the job's kind, following its events."""

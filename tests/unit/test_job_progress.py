@@ -142,3 +142,19 @@ def test_eta_at_the_pace_so_far(progress: Progress, started_at: float | None, no
 )
 def test_fraction(progress: Progress, fraction: float) -> None:
     assert progress.fraction == fraction
+
+
+@pytest.mark.parametrize("stream", sorted(p.name for p in STREAMS.glob("*.jsonl")))
+@pytest.mark.parametrize("batch", [1, 3, 1000])
+def test_folding_in_batches_gives_what_folding_one_by_one_gives(stream: str, batch: int) -> None:
+    from kubectl_rollout.jobs.views.job import fold, fold_many
+
+    recorded = envelopes(stream)
+    one_by_one = new_view()
+    for envelope in recorded:
+        one_by_one = fold(one_by_one, envelope)
+    batched = new_view()
+    for start in range(0, len(recorded), batch):
+        batched = fold_many(batched, recorded[start : start + batch])
+    assert batched == one_by_one
+    assert fold_many(batched, recorded) is batched  # replayed: nothing changes

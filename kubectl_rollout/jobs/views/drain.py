@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
-from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod
+from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into
 
 
 class NodeState(enum.StrEnum):
@@ -83,6 +83,33 @@ def fold(view: DrainView, envelope: Envelope) -> DrainView:
     if pods is not None:
         return dataclasses.replace(stamped, pods=pods)
     return _fold_drain(stamped, event)
+
+
+def fold_many(view: DrainView, envelopes: Iterable[Envelope]) -> DrainView:
+    """``fold`` over every envelope, the same result, with one copy of the pods per run of eviction events.
+
+    A 5000-pod drain has some 15000 eviction events: folding them one by one copies the pod map each time.
+    """
+    work: dict[str, PodView] | None = None  # private until handed to a view
+    first_at = view.started_at
+    last: Envelope | None = None
+    for envelope in envelopes:
+        if envelope.seq <= (last.seq if last is not None else view.last_seq):
+            continue
+        first_at = first_at if first_at is not None else envelope.at
+        last = envelope
+        if work is None:
+            work = dict(view.pods)
+        if fold_pod_into(work, envelope.event):
+            continue
+        view = dataclasses.replace(view, pods=work)
+        work = None
+        view = fold(view, envelope)
+    if last is None:
+        return view
+    if work is not None:
+        view = dataclasses.replace(view, pods=work)
+    return dataclasses.replace(view, job=last.job, last_seq=last.seq, started_at=first_at, updated_at=last.at)
 
 
 def _node(view: DrainView, name: str) -> NodeView:

@@ -67,9 +67,11 @@ def new_view(*, job: str = "", kind: str = "") -> JobView:
     return JobView(job=job, kind=kind, body=empty_body(kind))
 
 
-def fold(view: JobView, envelope: Envelope) -> JobView:
-    if envelope.seq <= view.last_seq:
-        return view
+_JOB_EVENTS = (JobStarted, JobPaused, JobResumed, JobFinished)
+
+
+def _fold_header(view: JobView, envelope: Envelope) -> JobView:
+    """The job's own facts after ``envelope`` (the body is left alone)."""
     event = envelope.event
     replace = dataclasses.replace
     view = replace(
@@ -78,12 +80,10 @@ def fold(view: JobView, envelope: Envelope) -> JobView:
         last_seq=envelope.seq,
         started_at=view.started_at if view.started_at is not None else envelope.at,
         updated_at=envelope.at,
+        state=JobState.RUNNING if view.state is JobState.PENDING else view.state,  # any event means it runs
     )
-    if view.state is JobState.PENDING:
-        view = replace(view, state=JobState.RUNNING)  # any event means it runs
     if isinstance(event, JobStarted):
-        body = view.body if view.kind == event.kind and view.body is not None else empty_body(event.kind)
-        view = replace(
+        return replace(
             view,
             kind=event.kind,
             target=event.target,
@@ -91,23 +91,68 @@ def fold(view: JobView, envelope: Envelope) -> JobView:
             namespace=event.namespace,
             state=JobState.RUNNING,
             resumed=view.resumed or event.resumed,
-            body=body,
         )
-    elif isinstance(event, JobPaused):
-        view = replace(view, paused=True)
-    elif isinstance(event, JobResumed):
-        view = replace(view, paused=False)
-    elif isinstance(event, JobFinished):
-        view = replace(view, state=event.state, finished=event, paused=False)
-    elif view.body is None and (kind := kind_of(event)):
-        view = replace(view, kind=view.kind or kind, body=empty_body(kind), state=JobState.RUNNING)
-    if view.body is not None:
-        view = replace(view, body=_fold_body(view.body, envelope))
+    if isinstance(event, JobPaused):
+        return replace(view, paused=True)
+    if isinstance(event, JobResumed):
+        return replace(view, paused=False)
+    if isinstance(event, JobFinished):
+        return replace(view, state=event.state, finished=event, paused=False)
+    if not view.kind and (kind := kind_of(event)):
+        return replace(view, kind=kind)
     return view
 
 
+def _body_for(body: KindView | None, kind: str) -> KindView | None:
+    """The body to fold into: the one there is, unless the job turned out to be of another kind."""
+    if kind and (body is None or _KIND_OF_BODY[type(body)] != kind):
+        return empty_body(kind) or body
+    return body
+
+
+_KIND_OF_BODY: dict[type, str] = {
+    drain.DrainView: "drain",
+    rollout.RolloutView: "rollout",
+    restart.RestartView: "restart",
+}
+
+
+def fold(view: JobView, envelope: Envelope) -> JobView:
+    if envelope.seq <= view.last_seq:
+        return view
+    header = _fold_header(view, envelope)
+    body = _body_for(view.body, header.kind)
+    if body is not None:
+        body = _fold_body(body, envelope)
+    return dataclasses.replace(header, body=body)
+
+
+def fold_many(view: JobView, envelopes: Iterable[Envelope]) -> JobView:
+    """``fold`` over every envelope with the same result, faster: a drain's pods fold as one batch
+    (``drain.fold_many``), and the job's own facts change only on the job's own events."""
+    fresh = [e for e in envelopes if e.seq > view.last_seq]
+    if not fresh:
+        return view
+    header = view
+    for envelope in fresh:
+        if isinstance(envelope.event, _JOB_EVENTS) or not header.kind or header.state is JobState.PENDING:
+            header = _fold_header(header, envelope)
+    last = fresh[-1]
+    header = dataclasses.replace(
+        header,
+        job=last.job,
+        last_seq=last.seq,
+        updated_at=last.at,
+        started_at=header.started_at if header.started_at is not None else fresh[0].at,
+    )
+    body = _body_for(view.body, header.kind)
+    if isinstance(body, drain.DrainView):
+        body = drain.fold_many(body, fresh)
+    elif body is not None:
+        for envelope in fresh:
+            body = _fold_body(body, envelope)
+    return dataclasses.replace(header, body=body)
+
+
 def fold_all(envelopes: Iterable[Envelope], view: JobView | None = None) -> JobView:
-    result = view if view is not None else JobView()
-    for envelope in envelopes:
-        result = fold(result, envelope)
-    return result
+    return fold_many(view if view is not None else JobView(), envelopes)
