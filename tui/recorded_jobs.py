@@ -15,6 +15,7 @@ from kubectl_rollout.agent.async_client import Lagged
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobStarted
 from kubectl_rollout.jobs.views.job import JobView, fold_all
 
 
@@ -56,6 +57,13 @@ def _info_of(view: JobView, *, last_seq: int) -> JobInfo:
     )
 
 
+def _job_facts(events: list[Envelope]) -> list[Envelope]:
+    """The events the job list needs (the job's own, and the first and last for the kind and times)."""
+    kept = {events[0].seq: events[0], events[-1].seq: events[-1]}
+    kept.update((e.seq, e) for e in events if isinstance(e.event, JobStarted | JobPaused | JobResumed | JobFinished))
+    return [kept[seq] for seq in sorted(kept)]
+
+
 class RecordedJobs:
     can_act = False
 
@@ -65,7 +73,7 @@ class RecordedJobs:
         for envelope in envelopes:
             self._events.setdefault(envelope.job, []).append(envelope)
         self._infos = [
-            _info_of(fold_all(events), last_seq=events[-1].seq) for events in self._events.values() if events
+            _info_of(fold_all(_job_facts(events)), last_seq=events[-1].seq) for events in self._events.values()
         ]
         self._infos.sort(key=lambda info: info.created_at, reverse=True)
 

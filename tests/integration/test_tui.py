@@ -62,7 +62,7 @@ def cells(table: LiveTable, key: str) -> list[str]:
 
 
 def column(table: LiveTable, name: str) -> dict[str, str]:
-    index = [str(c.label) for c in table.columns.values()].index(name)
+    index = table.column_names.index(name)
     return {key: cells(table, key)[index] for key in table.row_keys}
 
 
@@ -174,7 +174,7 @@ async def test_the_jobs_screen_lists_the_agents_jobs_enter_opens_one_and_quit_le
         table = screen.query_one(LiveTable)
         await until(pilot, lambda: job_id in table.row_keys, what="the job listed")
         await until(pilot, lambda: column(table, "CLIENTS")[job_id] == "1", what="the TUI counted as attached")
-        row = dict(zip([str(c.label) for c in table.columns.values()], cells(table, job_id), strict=True))
+        row = dict(zip(table.column_names, cells(table, job_id), strict=True))
         assert (row["KIND"], row["STATE"], row["TARGET"]) == ("drain", "running", f"node/{node}")
         assert row["BY"].startswith("test (pid "), row
         await pilot.press("enter")

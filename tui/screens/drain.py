@@ -84,9 +84,22 @@ class DrainScreen(JobScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._rows: dict[str, tuple[PodView, NodeState | None, tuple[Cell, ...]]] = {}
         self.title = f"Job {self.job_id}"
         self.query_one(FilterBar).display = False
         self.show_all()
+
+    def _pod_cells(self, pod: PodView, nodes: dict[str, NodeView], *, now: float) -> tuple[Cell, ...]:
+        """The pod's row, built again only when the pod changed (the views keep unchanged pods' objects), its
+        node's state changed (queued), or it waits (its countdown moves)."""
+        node = nodes.get(pod.pod.node)
+        node_state = node.state if node is not None else None
+        cached = self._rows.get(str(pod.pod))
+        if cached is not None and cached[0] is pod and cached[1] is node_state and pod.blocker is None:
+            return cached[2]
+        cells = pod_row(pod, nodes, now=now)
+        self._rows[str(pod.pod)] = (pod, node_state, cells)
+        return cells
 
     def _pods(self) -> tuple[dict[str, NodeView], list[PodView]]:
         body = self.view.body
@@ -110,7 +123,7 @@ class DrainScreen(JobScreen):
         node_table = self.query_one("#nodes", LiveTable)
         node_table.display = bool(nodes)
         node_table.sync([(name, node_row(node)) for name, node in nodes.items()])
-        rows: list[Row] = [(str(pod.pod), pod_row(pod, nodes, now=now)) for pod in pods]
+        rows: list[Row] = [(str(pod.pod), self._pod_cells(pod, nodes, now=now)) for pod in pods]
         self.query_one("#pods", LiveTable).sync(rows, needle=needle)
         body = self.view.body
         blocks = pdb_blocks(body.pods) if isinstance(body, DrainView | RestartView) else []

@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header, Static
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.job import JobState
@@ -109,7 +109,7 @@ class JobsScreen(LiveScreen):
         if key is not None:
             self.rollout_app.open_job(key)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        # Enter on the table (DataTable binds it first)
+    def on_live_table_row_chosen(self, event: LiveTable.RowChosen) -> None:
+        # Enter on the table (the table binds it first)
         event.stop()
-        self.action_open()
+        self.rollout_app.open_job(event.key)
