@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent dist
+.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -71,6 +71,10 @@ dist: $(VENV)/.installed
 ## bench-agent: the agent's memory, journal size, event latency and attached vs in-process drains (prints figures)
 bench-agent: setup
 	$(BIN)/python hack/bench_agent.py
+
+## bench-tui: the TUI's event-to-screen latency, CPU and bytes to an 80x24 pty during a 1000-pod drain, first paint (prints figures)
+bench-tui: setup
+	$(BIN)/python hack/bench_tui.py
 
 ## bench-rollout: the Deployment controller vs rollout-plus on the same rollout (prints figures)
 bench-rollout: setup

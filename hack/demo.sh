@@ -29,16 +29,18 @@ others=$("$kubectl" get nodes -o name | grep -v "/$target\$")
 "$kubectl" uncordon $others >/dev/null
 step "$kubectl" -n "$namespace" get pods -o wide
 
-step "$kubectl" rollout-plus drain "$target" --ignore-daemonsets
+# Jobs run in the agent (--agent: also when nobody watches), so that the TUI finds them afterwards.
+step "$kubectl" rollout-plus drain "$target" --ignore-daemonsets --agent
 step "$kubectl" -n "$namespace" get pods -o wide
 "$kubectl" uncordon "$target" >/dev/null
 
 # A restart by eviction: no new revision, the PDB decides, one pod at a time.
-step "$kubectl" rollout-plus restart deployment/api -n "$namespace"
+step "$kubectl" rollout-plus restart deployment/api -n "$namespace" --agent
 
-step "$kubectl" rollout-plus apply -f "$root/hack/demo/shop.yaml"
-step "$kubectl" rollout-plus set image shop -n "$namespace" shop=registry.example/shop:v2
+step "$kubectl" rollout-plus apply -f "$root/hack/demo/shop.yaml" --agent
+step "$kubectl" rollout-plus set image shop -n "$namespace" shop=registry.example/shop:v2 --agent
 step "$kubectl" rollout-plus history shop -n "$namespace"
 step "$kubectl" -n "$namespace" get replicasets -l app=shop
 
 printf '\nThe local cluster keeps running; KUBECONFIG=%s\nStop it with: make cluster-down\n' "$KUBECONFIG"
+printf '\nThese jobs ran in the agent; watch them (and the next ones) in the TUI:\n  kubectl rollout-plus tui\n'

@@ -98,7 +98,7 @@ def test_drain_screen_finished(snap_compare: Any, size: tuple[int, int]) -> None
 
 @pytest.mark.parametrize("size", SIZES)
 def test_rollout_screen_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
-    app = app_over(recorded(ROLLOUT, until=30), clock=FROZEN + 300)
+    app = app_over(recorded(ROLLOUT, until=30), clock=FROZEN + 311)  # 10:57:20.5, three seconds in
     assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
 
 

@@ -73,7 +73,6 @@ class JobScreen(LiveScreen):
             count_bar(progress.done, progress.total, 12) if progress.total else "",
             f"  ETA {duration(eta)}" if eta is not None else "",
             f"  started {clock_time(view.started_at)}",
-            f"  job {self.job_id}",
         )
         if view.finished is not None and (view.finished.error or view.finished.summary):
             line.append(f"\n{view.finished.error or view.finished.summary}", style="red" if view.finished.error else "")
