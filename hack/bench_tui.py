@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 from bench_agent import clean, node, percentile, prepare, wait_for  # noqa: E402
 
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
+from kubectl_rollout.agent.errors import AgentError  # noqa: E402
 from kubectl_rollout.agent.paths import ENV_DIR  # noqa: E402
 from kubectl_rollout.jobs.events import drain as drain_events  # noqa: E402
 from kubectl_rollout.jobs.events import eviction as eviction_events  # noqa: E402
@@ -223,12 +224,15 @@ def main() -> int:
 
         def submitted() -> bool:
             nonlocal job_id
-            with connect_agent(name="bench", start=False) as agent:
-                jobs = agent.jobs()
+            try:
+                with connect_agent(name="bench", start=False) as agent:
+                    jobs = agent.jobs()
+            except AgentError:
+                return False  # the CLI is still starting the agent
             job_id = jobs[0].id if jobs else ""
             return bool(job_id)
 
-        wait_for("the drain submitted by --tui", lambda: os.path.exists(agent_dir / "run") and submitted(), 120)
+        wait_for("the drain submitted by --tui", submitted, 120)
         cpu_before, wall_before = terminal.cpu_seconds(), time.monotonic()
         latencies, streamed = asyncio.run(headless_follow(job_id))
         cpu = terminal.cpu_seconds() - cpu_before
@@ -250,10 +254,11 @@ def main() -> int:
         print(f"bytes to the 80x24 terminal           {written / wall / 1024:6.2f} KiB/s   (target <= 15 KiB/s)")
         print(f"first paint, {args.pods}-pod job (agent)     {paint_job:6.2f} s")
         print(f"first paint, {big}-pod drain (recording)  {paint_big:6.2f} s   (target <= 1.5 s)")
-        clean(cluster, namespace, targets)
     finally:
         if terminal is not None:
             terminal.close()
+        with contextlib.suppress(Exception):  # never created, or gone already
+            clean(cluster, namespace, targets)
         for name in names:
             with contextlib.suppress(Exception):  # gone already
                 cluster.core.delete_node(name)

@@ -112,3 +112,15 @@ def test_help_on_the_drain_screen(snap_compare: Any, size: tuple[int, int]) -> N
 def test_drain_screen_filtered(snap_compare: Any, size: tuple[int, int]) -> None:
     app = app_over(recorded(DRAIN, until=11))
     assert snap_compare(app, terminal_size=size, run_before=settled("enter", "slash", "j", "8", "5"))
+
+
+def test_drain_screen_after_a_resize_from_200x50_to_80x24(snap_compare: Any) -> None:
+    app = app_over(recorded(DRAIN, until=11))
+    settle = settled("enter")
+
+    async def run(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(200, 50), run_before=run)

@@ -1,0 +1,57 @@
+"""The live table repaints only what changed: rows compared at each sync, unchanged ones left alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from kubectl_rollout.tui.widgets.live_table import LiveTable, Row
+
+
+class _OneTable(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LiveTable(("POD", "STATE"), id="t")
+
+
+def _rows(states: dict[str, str]) -> list[Row]:
+    return [(name, (name, Text(state))) for name, state in states.items()]
+
+
+def _run(steps: list[tuple[dict[str, str], str]]) -> list[tuple[int, list[str], str | None]]:
+    """Sync each step's rows (with its filter); after each, the rows changed, the keys shown, the cursor's key."""
+    seen = []
+
+    async def scenario() -> None:
+        app = _OneTable()
+        async with app.run_test(size=(40, 10)) as pilot:
+            table = app.query_one(LiveTable)
+            for index, (states, needle) in enumerate(steps):
+                table.sync(_rows(states), needle=needle)
+                await pilot.pause()
+                seen.append((table.rows_changed, table.row_keys, table.selected_key))
+                if index == 1:
+                    table.action_move(1)  # the cursor goes to b, and must stay on b
+
+    asyncio.run(scenario())
+    return seen
+
+
+def test_only_changed_rows_count_and_the_cursor_stays_on_its_row() -> None:
+    seen = _run(
+        [
+            ({"a": "pending", "b": "pending", "c": "pending"}, ""),
+            ({"a": "pending", "b": "evicting", "c": "pending"}, ""),
+            ({"a": "pending", "b": "evicting", "c": "pending"}, ""),
+            ({"x": "pending", "a": "gone", "b": "evicting", "c": "pending"}, ""),
+            ({"x": "pending", "a": "gone", "b": "evicting", "c": "pending"}, "evict"),
+        ]
+    )
+    assert seen == [
+        (3, ["a", "b", "c"], "a"),
+        (1, ["a", "b", "c"], "a"),  # one pod changed: one row
+        (0, ["a", "b", "c"], "b"),  # nothing changed: nothing repainted
+        (4, ["x", "a", "b", "c"], "b"),  # a row came first: every row moved, the cursor stayed on b
+        (4, ["b"], "b"),  # filtered
+    ]
