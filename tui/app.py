@@ -78,7 +78,7 @@ class RolloutPlusApp(App[None]):
         self._flush_interval = flush_interval
         self._list_interval = list_interval
         self._followed: set[str] = set()
-        self._listed = asyncio.Event()
+        self._listed_once = False
         self.sub_title = "read-only" if readonly else ""
 
     # --- life cycle ------------------------------------------------------------------------
@@ -96,8 +96,6 @@ class RolloutPlusApp(App[None]):
             self._say_lost(str(getattr(err, "message", err)))
             return
         self.sub_title = " · ".join(s for s in (self.source.description, "read-only" if self.readonly else "") if s)
-        if self._open_job is not None:
-            self.follow(self._open_job)
         while True:
             try:
                 infos = await self.source.jobs()
@@ -108,11 +106,24 @@ class RolloutPlusApp(App[None]):
             for index, info in enumerate(infos):
                 if index < FOLLOW_FINISHED or info.state in (JobState.RUNNING, JobState.PENDING):
                     self.follow(info.id)
-            if not self._listed.is_set():
-                self._listed.set()
-                if self._open_job is not None:
-                    self.open_job(self._open_job)
+            if not self._listed_once:
+                self._listed_once = True
+                self._open_first(self._open_job, known={info.id for info in infos})
             await asyncio.sleep(self._list_interval)
+
+    def _open_first(self, job_id: str | None, *, known: set[str]) -> None:
+        """``--job ID``: its screen, or, for an ID the agent does not know, the job list and why."""
+        if job_id is None:
+            return
+        if job_id in known:
+            self.open_job(job_id)
+            return
+        self.notify(
+            f"no job {job_id!r} in the agent's journal (finished jobs are kept 30 days); here are the ones it has",
+            title="Unknown job",
+            severity="error",
+            timeout=30,
+        )
 
     def _say_lost(self, reason: str) -> None:
         self.sub_title = "no agent"
@@ -198,9 +209,13 @@ def agent_connect() -> Connect:
 
 
 def recording_connect(paths: list[Path]) -> Connect:
-    async def connect() -> JobSource:
-        from kubectl_rollout.tui.recorded_jobs import RecordedJobs
+    """The jobs recorded in ``paths``, read now: a file that is not a recording fails before the TUI starts
+    (ValueError naming the file and line)."""
+    from kubectl_rollout.tui.recorded_jobs import RecordedJobs
 
-        return RecordedJobs.from_files(paths)
+    source = RecordedJobs.from_files(paths)
+
+    async def connect() -> JobSource:
+        return source
 
     return connect

@@ -13,7 +13,10 @@ def open_tui(*, open_job: str | None = None, readonly: bool = False, replay: tup
     """Run the TUI until the user leaves it; the jobs go on in the agent."""
     from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect, recording_connect
 
-    connect = recording_connect(list(replay)) if replay else agent_connect()
+    try:
+        connect = recording_connect(list(replay)) if replay else agent_connect()
+    except ValueError as err:
+        raise Failure(str(err), 2) from err
     app = RolloutPlusApp(connect, readonly=readonly or bool(replay), open_job=open_job)
     app.run()
     if app.return_code:
