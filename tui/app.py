@@ -11,6 +11,7 @@ agent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 
 from kubectl_rollout.agent.async_client import Lagged
 from kubectl_rollout.agent.errors import AgentError
@@ -176,14 +178,15 @@ class RolloutPlusApp(App[None]):
         with self.batch_update():
             for screen in self.screen_stack:
                 if isinstance(screen, LiveScreen):
-                    screen.show_changes(jobs)
+                    with contextlib.suppress(NoMatches):  # mounting or leaving: its resume shows all
+                        screen.show_changes(jobs)
         if arrivals:
             self.call_after_refresh(self._painted, arrivals)
 
     def tick(self) -> None:
         """Countdowns move with the clock: the visible screen repaints its changed cells once a second."""
         if isinstance(self.screen, LiveScreen):
-            with self.batch_update():
+            with self.batch_update(), contextlib.suppress(NoMatches):  # mounting or leaving
                 self.screen.show_all()
 
     def _painted(self, arrivals: list[float]) -> None:

@@ -118,7 +118,7 @@ class DrainScreen(JobScreen):
             return
         now = self.rollout_app.clock()
         needle = self.query_one(FilterBar).value
-        self.query_one("#job-header", Static).update(self.header_line())
+        self.show_text("#job-header", self.header_line())
         nodes, pods = self._pods()
         node_table = self.query_one("#nodes", LiveTable)
         node_table.display = bool(nodes)

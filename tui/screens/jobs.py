@@ -102,7 +102,7 @@ class JobsScreen(LiveScreen):
         summary = Text(f"{len(store.order)} jobs, {running} running")
         if not store.order:
             summary = Text("no jobs yet: start one with --tui (drain, apply, set image, ...) or from the CLI")
-        self.query_one("#jobs-summary", Static).update(summary)
+        self.show_text("#jobs-summary", summary)
 
     def action_open(self) -> None:
         key = self.query_one(LiveTable).selected_key

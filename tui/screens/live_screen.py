@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, cast
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import Static
 
 from kubectl_rollout.tui.context import TuiContext
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar
@@ -18,9 +20,21 @@ class LiveScreen(Screen[None]):
     HELP_TEXT: ClassVar[str] = ""
     BINDINGS: ClassVar[list[BindingType]] = [Binding("slash", "filter", "Filter", tooltip="Filter the table")]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._shown_texts: dict[str, Text] = {}
+
     @property
     def rollout_app(self) -> TuiContext:
         return cast(TuiContext, self.app)
+
+    def show_text(self, selector: str, text: Text) -> None:
+        """Put ``text`` in the Static ``selector`` only if it differs: an update repaints the widget, and over SSH
+        every repaint costs bytes."""
+        widget = self.query_one(selector, Static)
+        if self._shown_texts.get(selector) != text:
+            self._shown_texts[selector] = text
+            widget.update(text)
 
     def show_changes(self, jobs: frozenset[str]) -> None:
         """Repaint what ``jobs`` changed (the app calls this inside one batch update)."""

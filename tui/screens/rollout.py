@@ -135,12 +135,12 @@ class RolloutScreen(JobScreen):
         view = self.view
         body = view.body
         now = self.rollout_app.clock()
-        self.query_one("#job-header", Static).update(self.header_line())
+        self.show_text("#job-header", self.header_line())
         if not isinstance(body, RolloutView):
             return
         self._show_tree(body)
-        self.query_one("#conditions", Static).update(condition_lines(body))
-        self.query_one("#deadline", Static).update(deadline_line(body, now=now))
+        self.show_text("#conditions", condition_lines(body))
+        self.show_text("#deadline", deadline_line(body, now=now))
         log = self.query_one("#actions", RichLog)
         for envelope in body.actions:
             if envelope.seq > self._logged_seq:
