@@ -37,6 +37,8 @@ FLUSH_INTERVAL = 0.25
 LIST_INTERVAL = 1.0
 #: the newest jobs are followed even when finished (their bars then show how far they got)
 FOLLOW_FINISHED = 10
+#: a followed job's backlog gives the loop back every so many events
+YIELD_EVERY = 200
 #: how often countdowns (next try, ETA, deadline) move without an event
 TICK_INTERVAL = 1.0
 #: how many event-to-screen latencies are kept for the benchmark
@@ -148,12 +150,17 @@ class RolloutPlusApp(App[None]):
 
     async def _follow(self, source: JobSource, job_id: str) -> None:
         finished = False
+        received = 0
         try:
             async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item)
                 finished = isinstance(item.event, JobFinished)
+                received += 1
+                if received % YIELD_EVERY == 0:
+                    # Lines already buffered are read without suspending: let the flush and the keys run.
+                    await asyncio.sleep(0)
         except AgentError as err:
             self.notify(f"job {job_id}: {err.message}", severity="warning")
         finally:
