@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages binaries demo test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist
+.PHONY: setup system-packages binaries demo tui test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -27,7 +27,11 @@ binaries:
 
 ## demo: set everything up, start the local cluster and run the plugin against it
 demo: setup cluster-up
-	PATH="$(CURDIR)/$(BIN):$$PATH" hack/demo.sh $(CLUSTER_DIR)/kubeconfig
+	PATH="$(CURDIR)/$(BIN):$$PATH" hack/demo.sh $(CURDIR)/$(CLUSTER_DIR)/kubeconfig
+
+## tui: open the TUI on the local agent's jobs and the local cluster (after make demo)
+tui: $(VENV)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" KUBECONFIG=$(CURDIR)/$(CLUSTER_DIR)/kubeconfig $(CURDIR)/.bin/kubectl rollout-plus tui
 
 ## test: every test, unit and integration (the latter against a real local control plane)
 test: setup

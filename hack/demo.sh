@@ -43,4 +43,4 @@ step "$kubectl" rollout-plus history shop -n "$namespace"
 step "$kubectl" -n "$namespace" get replicasets -l app=shop
 
 printf '\nThe local cluster keeps running; KUBECONFIG=%s\nStop it with: make cluster-down\n' "$KUBECONFIG"
-printf '\nThese jobs ran in the agent; watch them (and the next ones) in the TUI:\n  kubectl rollout-plus tui\n'
+printf '\nThese jobs ran in the local agent; open the TUI on them (and on the cluster) with:\n  make tui\n'
