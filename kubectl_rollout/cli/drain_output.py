@@ -74,7 +74,8 @@ def _evicted(event: PodEvicted, _view: Any) -> Iterator[Line]:
 
 
 def _gone(event: PodGone, _view: Any) -> Iterator[Line]:
-    yield "out", f"pod/{event.pod.name} evicted"
+    verb = "deleted" if event.method == EvictionMethod.DELETE else "evicted"
+    yield "out", f"pod/{event.pod.name} {verb}"
 
 
 def _skipped(event: PodSkippedWaiting, _view: Any) -> Iterator[Line]:
@@ -82,7 +83,7 @@ def _skipped(event: PodSkippedWaiting, _view: Any) -> Iterator[Line]:
 
 
 def _failed(event: PodFailed, _view: Any) -> Iterator[Line]:
-    yield "err", f'error when evicting pods/"{event.pod.name}" -n "{event.pod.namespace}": {event.reason}'
+    yield "err", event.error
 
 
 def _drained(event: ev.NodeDrained, _view: DrainView) -> Iterator[Line]:
@@ -113,7 +114,11 @@ def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
         if node.state is not NodeState.FAILED:
             continue
         state = "left cordoned" if node.cordoned else "uncordoned"
-        yield "err", f"node {node.name} ({state}): {'; '.join(node.reasons)}"
+        if not node.pending:
+            yield "err", f"node {node.name} ({state}): {ev.join_errors(node.reasons)}"
+            continue
+        # The pods' own lines carry the reasons; kubectl's aggregate of them was printed above.
+        yield "err", f"node {node.name} ({state}): {len(node.pending)} pods not removed"
         for pod in node.pending:
             seen = view.pods.get(pod)
             yield "err", f"  pod {pod}: {seen.failure if seen is not None and seen.failure else 'not removed'}"

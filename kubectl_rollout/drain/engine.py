@@ -42,10 +42,10 @@ from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings,
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
-from kubectl_rollout.jobs.events.eviction import PodEvicted
+from kubectl_rollout.jobs.events.eviction import PodEvicted, PodFailed
 from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
-from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.cluster_access import Cluster, api_message
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
@@ -166,8 +166,8 @@ class DrainEngine:
                 call_with_retry(self.cluster.apps.read_namespaced_daemon_set, key[1], key[0])
                 lookups[key] = DaemonSetLookup(found=True)
             except ApiException as err:
-                text = f'daemonsets.apps "{key[1]}" not found' if err.status == 404 else str(err.reason)
-                lookups[key] = DaemonSetLookup(found=False, not_found=err.status == 404, error=text)
+                # The whole of the server's message, as kubectl shows it (a 403 names the user and the verb).
+                lookups[key] = DaemonSetLookup(found=False, not_found=err.status == 404, error=api_message(err))
         return lookups
 
     def _judge_node(self, node: Any) -> tuple[list[Any], list[tuple[Any, Any]]]:
@@ -205,7 +205,7 @@ class DrainEngine:
                     )
                     continue
                 method = ev.Verdict.DELETE if self.options.disable_eviction else ev.Verdict.EVICT
-                reason = verdict.message
+                reason = "; ".join(verdict.warnings) or verdict.message
                 if not self.options.disable_eviction and len(selecting) > 1:
                     method, reason = (
                         ev.Verdict.ERROR,
@@ -343,7 +343,7 @@ class DrainEngine:
             field_selector=f"spec.nodeName={name}",
             description=f"pods on {name}",
         ).start()
-        failures: dict[str, str] = {}
+        failures: dict[str, PodFailed] = {}
         try:
             if to_remove:
                 with ThreadPoolExecutor(
@@ -352,11 +352,13 @@ class DrainEngine:
                     results = list(
                         pool.map(lambda p: self.evictor.remove(p, _ref(p, name), node_pods, deadline), to_remove)
                     )
-                failures = {qualified(p): r for p, r in zip(to_remove, results, strict=True) if r}
+                failures = {qualified(p): r for p, r in zip(to_remove, results, strict=True) if r is not None}
         finally:
             node_pods.stop()
         if failures:
-            return self._fail(node, sorted(set(failures.values())), pending=sorted(failures))
+            # One error per pod, in kubectl's words, as kubectl's drain aggregates them.
+            errors = [failures[pod].error for pod in sorted(failures)]
+            return self._fail(node, errors, pending=sorted(failures))
         self.emit(
             ev.NodeDrained(node=name, evicted=len(to_remove), seconds=time.monotonic() - started, dry_run=dry_run)
         )
@@ -367,7 +369,7 @@ class DrainEngine:
         return _NodeOutcome(node=name, ok=True, evicted=to_remove)
 
     def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> _NodeOutcome:
-        reason = "; ".join(reasons)
+        reason = ev.join_errors(reasons)
         name = node.metadata.name
         cordoned = self.options.dry_run is DryRun.NONE
         if self.options.uncordon_on_failure:

@@ -49,6 +49,8 @@ class Verdict:
     delete: bool
     outcome: Outcome
     message: str = ""
+    #: every warning the filters raised, in filter order (``message`` is the first)
+    warnings: tuple[str, ...] = ()
 
 
 OKAY = Verdict(delete=True, outcome=Outcome.OKAY)
@@ -117,21 +119,24 @@ def make_filters(
 
 
 def judge(pod: Any, filters: Iterable[PodFilter]) -> Verdict:
-    """The first filter that refuses decides; otherwise the pod goes, with the first warning raised.
+    """The first filter that refuses decides; otherwise the pod goes, with every warning raised.
 
     kubectl keeps only the last filter's verdict, so a later "okay" silently
     drops an earlier warning (an emptyDir pod with a controller is deleted
-    without "deleting Pods with local storage"). We keep the warning: losing
-    local data deserves the line.
+    without "deleting Pods with local storage"). We keep every warning: losing
+    local data deserves the line, and a bare emptyDir pod under ``--force
+    --delete-emptydir-data`` still gets kubectl's "declare no controller" one.
     """
-    warning: Verdict | None = None
+    warnings: list[str] = []
     for pod_filter in filters:
         verdict = pod_filter(pod)
         if not verdict.delete:
             return verdict
-        if verdict.outcome is Outcome.WARNING and warning is None:
-            warning = verdict
-    return warning or OKAY
+        if verdict.outcome is Outcome.WARNING:
+            warnings.append(verdict.message)
+    if not warnings:
+        return OKAY
+    return Verdict(delete=True, outcome=Outcome.WARNING, message=warnings[0], warnings=tuple(warnings))
 
 
 def summarize_warnings(judged: Iterable[tuple[Any, Verdict]]) -> str:
@@ -139,7 +144,8 @@ def summarize_warnings(judged: Iterable[tuple[Any, Verdict]]) -> str:
     grouped: dict[str, list[str]] = {}
     for pod, verdict in judged:
         if verdict.outcome is Outcome.WARNING:
-            grouped.setdefault(verdict.message, []).append(qualified(pod))
+            for message in verdict.warnings or (verdict.message,):
+                grouped.setdefault(message, []).append(qualified(pod))
     return "; ".join(f"{message}: {', '.join(pods)}" for message, pods in grouped.items())
 
 

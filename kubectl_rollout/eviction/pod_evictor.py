@@ -32,7 +32,8 @@ from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.eviction import DryRun as DryRun
 from kubectl_rollout.jobs.events.eviction import EvictionMethod
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.pods import deleted_long_ago, qualified
+from kubectl_rollout.kube.durations import go_duration
+from kubectl_rollout.kube.pods import Deletion, deletion_progress, qualified
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 Emit = Callable[[Event], None]
@@ -196,31 +197,36 @@ class PodEvictor:
         except ApiException as err:
             raise _Refused(classify_refusal(err.status, err.body, err.headers)) from err
 
-    def remove(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> str:
-        """Evict (or delete) one pod and wait until it is gone; returns "" or why it failed.
+    def remove(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> ev.PodFailed | None:
+        """Evict (or delete) one pod and wait until it is gone; returns None, or the failure it emitted.
 
         ``pods`` is a watched collection holding the pod (its node's pods, its workload's).
         """
         started = time.monotonic()
+        terminating = False
         try:
             gone = self._evict_with_retries(pod, ref, pods, deadline)
             if gone:
-                self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started))
-                return ""
+                self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))
+                return None
             if self.options.dry_run is DryRun.SERVER:
                 self._release_slot()
-                return ""
-            return self._wait_until_gone(pod, ref, pods, deadline, started)
+                return None
+            terminating = True
+            self._wait_until_gone(pod, ref, pods, deadline, started)
+            return None
         except _Timeout:
-            reason = f"global timeout reached: {self.options.timeout:g}s"
+            # kubectl's words and its Go duration form ("1m0s"), which scripts match on.
+            reason = f"global timeout reached: {go_duration(self.options.timeout)}"
         except _Cancelled:
             reason = "cancelled"
         except _Refused as refused:
             reason = self._explain_failure(pod, refused.refusal)
         except ApiException as err:
             reason = f"{err.status} {err.reason}"
-        self.emit(ev.PodFailed(pod=ref, reason=reason))
-        return reason
+        failed = ev.PodFailed(pod=ref, reason=reason, terminating=terminating)
+        self.emit(failed)
+        return failed
 
     def _explain_failure(self, pod: Any, refusal: EvictionRefusal) -> str:
         if refusal.reason is Refusal.MULTIPLE_PDBS:
@@ -396,19 +402,17 @@ class PodEvictor:
 
     def _wait_until_gone(
         self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None, started: float
-    ) -> str:
+    ) -> None:
         key = (pod.metadata.namespace, pod.metadata.name)
         skip_after = self.options.skip_wait_for_delete_timeout
         skipped = [False]
 
         def gone(collection: WatchedCollection) -> bool:
-            current = collection.objects_locked().get(key)
-            if current is None or current.metadata.uid != pod.metadata.uid:
-                return True
-            if deleted_long_ago(current, skip_after, datetime.now(UTC)):
-                skipped[0] = True
-                return True
-            return False
+            progress = deletion_progress(
+                pod.metadata.uid, collection.objects_locked().get(key), skip_after, datetime.now(UTC)
+            )
+            skipped[0] = progress is Deletion.SKIPPED
+            return progress is not Deletion.PENDING
 
         try:
             left = None if deadline is None else deadline - time.monotonic()
@@ -422,5 +426,4 @@ class PodEvictor:
         if skipped[0]:
             self.emit(ev.PodSkippedWaiting(pod=ref, seconds=skip_after))
         else:
-            self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started))
-        return ""
+            self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))

@@ -177,7 +177,7 @@ def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFaci
             return ClusterAccessError(
                 f"{where} rejected the credentials (401 Unauthorized); refresh them in your kubeconfig and retry"
             )
-        return ClusterAccessError(f"{where} answered {err.status} {err.reason}: {_api_message(err)}")
+        return ClusterAccessError(f"{where} answered {err.status} {err.reason}: {api_message(err)}")
     reason = getattr(err, "reason", None) or err
     text = str(reason)
     if "CERTIFICATE_VERIFY_FAILED" in text or isinstance(reason, urllib3.exceptions.SSLError):
@@ -203,13 +203,14 @@ def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFaci
 
 def describe_api_error(err: ApiException) -> str:
     """One line for an API answer nothing else explained."""
-    message = _api_message(err)
+    message = api_message(err)
     if err.status == 403:
         return f"{message}; use a context with this permission (nothing else was changed by this step)"
     return f"the API server answered {err.status} {err.reason}: {message}"
 
 
-def _api_message(err: ApiException) -> str:
+def api_message(err: ApiException) -> str:
+    """The message of the Status the API server answered with, whole, or the raw body."""
     try:
         return str(json.loads(err.body or "").get("message", err.body))
     except (TypeError, ValueError):

@@ -42,3 +42,37 @@ def parse_duration(text: str) -> float:
     if position != len(raw) or position == 0:
         raise ValueError(f"invalid duration {text!r}; use a number of seconds or a value like 30s, 2m or 1h30m")
     return total
+
+
+def _fraction(value: int, digits: int) -> str:
+    """``value`` / 10**digits written with Go's trimming: no trailing zeros, no lone dot."""
+    whole, rest = divmod(value, 10**digits)
+    tail = f"{rest:0{digits}d}".rstrip("0")
+    return f"{whole}.{tail}" if tail else str(whole)
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as Go's ``time.Duration.String`` writes it (``1m0s``, ``1.5s``, ``250ms``, ``1h0m0s``).
+
+    kubectl prints its timeouts this way ("global timeout reached: 1m0s"), and
+    scripts match on it, so our messages use the same form.
+    """
+    nanos = round(seconds * 1e9)
+    sign = "-" if nanos < 0 else ""
+    nanos = abs(nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_fraction(nanos, 3)}µs"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_fraction(nanos, 6)}ms"
+    hours, nanos = divmod(nanos, 3600 * 10**9)
+    minutes, nanos = divmod(nanos, 60 * 10**9)
+    text = f"{_fraction(nanos, 9)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text

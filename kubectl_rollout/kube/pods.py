@@ -3,6 +3,7 @@ whether it was deleted long ago. Shared by the drain, the eviction engine, resta
 
 from __future__ import annotations
 
+import enum
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,27 @@ def deleted_long_ago(pod: Any, timeout_seconds: int, now: datetime) -> bool:
     """kubectl's ``--skip-wait-for-delete-timeout``: deleted more than ``timeout_seconds`` ago."""
     deleted_at = pod.metadata.deletion_timestamp
     return timeout_seconds > 0 and deleted_at is not None and int((now - deleted_at).total_seconds()) > timeout_seconds
+
+
+class Deletion(enum.Enum):
+    """Where a pod that was evicted or deleted stands, as kubectl's waitForDelete sees it."""
+
+    PENDING = "pending"
+    GONE = "gone"
+    #: --skip-wait-for-delete-timeout: deleted long enough ago that the drain stops waiting for it
+    SKIPPED = "skipped"
+
+
+def deletion_progress(removed_uid: str, current: Any | None, skip_after: int, now: datetime) -> Deletion:
+    """Is the pod we removed gone? ``current`` is the pod of that name now (None: not found).
+
+    A namesake with another UID (a StatefulSet's replacement) means ours is gone.
+    """
+    if current is None or current.metadata.uid != removed_uid:
+        return Deletion.GONE
+    if deleted_long_ago(current, skip_after, now):
+        return Deletion.SKIPPED
+    return Deletion.PENDING
 
 
 def is_ready(pod: Any) -> bool:

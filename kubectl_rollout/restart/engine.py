@@ -402,8 +402,8 @@ class EvictionRestart:
             ref = PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=pod.spec.node_name or "")
             began = time.monotonic()
             failure = run.evictor.remove(pod, ref, run.pods, run.deadline)
-            if failure:
-                return replaced, failure
+            if failure is not None:
+                return replaced, failure.reason
             if self.settings.dry_run is DryRun.SERVER:
                 replaced += 1
                 continue

@@ -166,6 +166,31 @@ def test_emptydir_pods_need_delete_emptydir_data(
     assert "Warning: deleting Pods with local storage: " in accepted.stderr
 
 
+def test_a_bare_emptydir_pod_under_force_gets_kubectls_no_controller_warning_too(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    (target,) = dedicated_nodes(1)
+    spec = {**manifests.placement(namespace), "volumes": [{"name": "scratch", "emptyDir": {}}]}
+    cluster.core.create_namespaced_pod(namespace, manifests.pod("scratchpad", spec=spec))
+    watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda p: p.metadata.name == "scratchpad" and p.status.phase == "Running",
+        namespace=namespace,
+        timeout=30,
+        what="pod scratchpad running",
+    )
+
+    result = run_plugin("drain", target, "--force", "--delete-emptydir-data", kubeconfig=kubeconfig)
+
+    assert result.returncode == 0, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    # kubectl's line (the last filter's) and ours (the first filter's), for the same pod.
+    assert f"deleting Pods that declare no controller: {namespace}/scratchpad" in warning
+    assert f"deleting Pods with local storage: {namespace}/scratchpad" in warning
+    assert "pod/scratchpad evicted" in result.stdout
+    assert pods_on(cluster, target) == []
+
+
 def test_unreplicated_pods_need_force_and_finished_pods_never_do(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
@@ -233,13 +258,19 @@ def test_disable_eviction_deletes_despite_a_pdb(
     deploy(cluster, namespace, "web", 2, pool=namespace)
     add_pdb(cluster, namespace, "strict", app="web", expected=2, max_unavailable=0)
 
-    result = drain(kubeconfig, target, "--disable-eviction", "--timeout", "60s")
+    names = sorted(p.metadata.name for p in pods_on(cluster, target))
+
+    result = run_plugin("drain", target, "--disable-eviction", "--timeout", "60s", kubeconfig=kubeconfig)
 
     assert result.returncode == 0, result.stderr
-    started = by_type(result, "EvictionStarted")
-    assert {e["method"] for e in started} == {"delete"}
-    assert by_type(result, "EvictionBlocked") == []
-    assert len(by_type(result, "PodGone")) == 2
+    # kubectl's words for a deletion: no "evicting pod" line, and "pod/x deleted", never "evicted".
+    assert "evicting" not in result.stdout
+    assert "evicted" not in result.stdout
+    assert sorted(line for line in result.stdout.splitlines() if line.startswith("pod/")) == [
+        f"pod/{name} deleted" for name in names
+    ]
+    assert "blocked" not in result.stderr
+    assert not set(names) & {p.metadata.name for p in pods_on(cluster, target)}
 
 
 def test_grace_period_overrides_the_pods_own(
@@ -349,8 +380,39 @@ def test_timeout_fails_leaves_the_node_cordoned_and_lists_the_pods(
     assert elapsed < 30
     assert node_state(cluster, target)[0] is True
     assert "left cordoned" in result.stderr
-    for pod in cluster.core.list_namespaced_pod(namespace).items:
-        assert f"pod {namespace}/{pod.metadata.name}: global timeout reached: 3s" in result.stderr
+    pods = sorted(p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items)
+    # kubectl's error per pod, its Go duration form, and its aggregate of the two in the node's line.
+    errors = [f'error when evicting pods/"{name}" -n "{namespace}": global timeout reached: 3s' for name in pods]
+    for error, name in zip(errors, pods, strict=True):
+        assert error in result.stderr.splitlines()
+        assert f"pod {namespace}/{name}: global timeout reached: 3s" in result.stderr
+    assert f'error: unable to drain node "{target}" due to error: [{", ".join(errors)}], continuing command...' in (
+        result.stderr
+    )
+
+
+def test_a_pod_still_terminating_at_the_timeout_is_worded_like_kubectl(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(
+        cluster,
+        namespace,
+        "slowstop",
+        1,
+        pool=namespace,
+        annotations={manifests.ON_SIGTERM: "ignore"},
+        pod_spec={"terminationGracePeriodSeconds": 120},
+    )
+    (name,) = [p.metadata.name for p in pods_on(cluster, target)]
+
+    result = run_plugin("drain", target, "--timeout", "3s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    error = f'error when waiting for pod "{name}" in namespace "{namespace}" to terminate: global timeout reached: 3s'
+    assert error in result.stderr.splitlines()
+    assert f'error: unable to drain node "{target}" due to error: {error}, continuing command...' in result.stderr
+    assert node_state(cluster, target)[0] is True
 
 
 def test_uncordon_on_failure(cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path) -> None:

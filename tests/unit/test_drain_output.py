@@ -6,11 +6,20 @@ import io
 import json
 import time
 
+import pytest
+
 from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
-from kubectl_rollout.jobs.events.eviction import EvictionBlocked, EvictionStarted, PodEvicted, PodFailed, PodGone
+from kubectl_rollout.jobs.events.eviction import (
+    EvictionBlocked,
+    EvictionMethod,
+    EvictionStarted,
+    PodEvicted,
+    PodFailed,
+    PodGone,
+)
 from kubectl_rollout.jobs.events.stream import EventStream
 
 POD = PodRef(namespace="shop", name="web-1", node="node-a")
@@ -112,19 +121,65 @@ def test_throttling_shows_retry_after() -> None:
 
 
 def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
+    other = PodRef(namespace="shop", name="web-2", node="node-a")
+    blocked = PodFailed(pod=POD, reason="global timeout reached: 3s")
+    terminating = PodFailed(pod=other, reason="global timeout reached: 3s", terminating=True)
     _, err = render(
-        PodFailed(pod=POD, reason="global timeout reached: 3s"),
+        blocked,
+        terminating,
         ev.NodeDrainFailed(
-            node="node-a", reasons=("global timeout reached: 3s",), pending=("shop/web-1",), cordoned=True
+            node="node-a",
+            reasons=(blocked.error, terminating.error),
+            pending=("shop/web-1", "shop/web-2"),
+            cordoned=True,
         ),
         ev.DrainFinished(drained=(), failed=("node-a",), seconds=3.0),
     )
-    assert 'error when evicting pods/"web-1" -n "shop": global timeout reached: 3s' in err
-    assert 'error: unable to drain node "node-a" due to error: global timeout reached: 3s, continuing command...' in err
+    # kubectl's two wordings: refused until the timeout, and accepted but still terminating.
+    never = 'error when evicting pods/"web-1" -n "shop": global timeout reached: 3s'
+    still = 'error when waiting for pod "web-2" in namespace "shop" to terminate: global timeout reached: 3s'
+    assert err.splitlines()[:2] == [never, still]
+    # Joined as kubectl's utilerrors aggregate joins several errors.
+    assert f'error: unable to drain node "node-a" due to error: [{never}, {still}], continuing command...' in err
     assert "There are pending nodes to be drained:\n node-a\n" in err
     assert (
-        "node node-a (left cordoned): global timeout reached: 3s\n  pod shop/web-1: global timeout reached: 3s" in err
+        "node node-a (left cordoned): 2 pods not removed\n"
+        "  pod shop/web-1: global timeout reached: 3s\n"
+        "  pod shop/web-2: global timeout reached: 3s\n"
+    ) in err
+
+
+def test_a_node_failure_without_pods_gives_its_errors() -> None:
+    _, err = render(
+        ev.NodeDrainFailed(node="node-a", reasons=("cannot delete X: ns/a",), pending=(), cordoned=False),
+        ev.DrainFinished(drained=(), failed=("node-a",), seconds=0.1),
     )
+    assert 'error: unable to drain node "node-a" due to error: cannot delete X: ns/a, continuing command...' in err
+    assert "node node-a (uncordoned): cannot delete X: ns/a" in err
+
+
+@pytest.mark.parametrize(
+    ("errors", "joined"),
+    [
+        # apimachinery's aggregate (util/errors): one error as is, repeats dropped, several in brackets.
+        (("a",), "a"),
+        (("a", "a"), "a"),
+        (("a", "b"), "[a, b]"),
+        (("a", "b", "a", "c"), "[a, b, c]"),
+        ((), ""),
+    ],
+)
+def test_errors_are_joined_as_kubectl_joins_them(errors: tuple[str, ...], joined: str) -> None:
+    assert ev.join_errors(errors) == joined
+
+
+@pytest.mark.parametrize(
+    ("method", "line"),
+    [(EvictionMethod.EVICT, "pod/web-1 evicted"), (EvictionMethod.DELETE, "pod/web-1 deleted")],
+)
+def test_a_removed_pod_is_evicted_or_deleted_as_kubectl_says(method: EvictionMethod, line: str) -> None:
+    out, _ = render(PodGone(pod=POD, after=0.5, method=method))
+    assert out.splitlines() == [line]
 
 
 def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
@@ -147,4 +202,5 @@ def test_jsonl_is_one_object_per_event_with_type_and_time() -> None:
         "type": "PodGone",
         "pod": {"namespace": "shop", "name": "web-1", "node": "node-a"},
         "after": 1.5,
+        "method": "evict",
     }

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.durations import go_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,27 @@ def test_parses_what_kubectl_accepts(text: str, seconds: float) -> None:
 def test_refuses_with_a_message_naming_the_input(text: str, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         parse_duration(text)
+
+
+# Cases from Go's time package (time_test.go, durationTests), the form kubectl prints its timeouts in.
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (1e-9, "1ns"),
+        (1.1e-6, "1.1µs"),
+        (2.2e-3, "2.2ms"),
+        (3.3, "3.3s"),
+        (4 * 60 + 5, "4m5s"),
+        (4 * 60 + 5.001, "4m5.001s"),
+        (5 * 3600 + 6 * 60 + 7.001, "5h6m7.001s"),
+        (8 * 60 + 1e-9, "8m0.000000001s"),
+        (60, "1m0s"),
+        (3600, "1h0m0s"),
+        (3, "3s"),
+        (0.25, "250ms"),
+        (-1, "-1s"),
+    ],
+)
+def test_go_duration_is_written_as_go_writes_it(seconds: float, text: str) -> None:
+    assert go_duration(seconds) == text

@@ -103,7 +103,12 @@ def test_a_newer_schema_is_refused_with_both_versions() -> None:
 
 def test_fields_an_older_writer_did_not_know_take_their_defaults() -> None:
     event = Event.from_dict({"type": "PodGone", "pod": {"namespace": "a", "name": "b"}, "after": 1})
-    assert event.as_dict() == {"type": "PodGone", "pod": {"namespace": "a", "name": "b", "node": ""}, "after": 1.0}
+    assert event.as_dict() == {
+        "type": "PodGone",
+        "pod": {"namespace": "a", "name": "b", "node": ""},
+        "after": 1.0,
+        "method": "evict",
+    }
 
 
 def test_the_stream_numbers_events_from_one_in_order() -> None:

@@ -153,3 +153,27 @@ def test_summaries_use_kubectls_wording() -> None:
         f"cannot delete {LOCAL_STORAGE_FATAL}: ns/c",
     ]
     assert summarize_warnings(judged) == f"{DAEMONSET_WARNING}: ns/d"
+
+
+def test_a_bare_emptydir_pod_under_both_overrides_gets_both_warnings() -> None:
+    # kubectl keeps the last filter's warning ("declare no controller"); we keep it and the local-storage one.
+    bare = pod("e", owner=None, empty_dir=True)
+    judged = [
+        (bare, verdict(bare, force=True, delete_emptydir_data=True)),
+        (pod("f", owner=None), verdict(pod(owner=None), force=True)),
+    ]
+    assert judged[0][1].warnings == (LOCAL_STORAGE_WARNING, UNMANAGED_WARNING)
+    assert summarize_warnings(judged) == f"{LOCAL_STORAGE_WARNING}: ns/e; {UNMANAGED_WARNING}: ns/e, ns/f"
+
+
+def test_a_daemonset_lookup_failure_shows_the_whole_error() -> None:
+    # filters.go: err.Error() of the GET, not a summary of it.
+    denied = DaemonSetLookup(
+        found=False,
+        error='daemonsets.apps "ds" is forbidden: User "drainer" cannot get resource "daemonsets" in API group "apps"'
+        ' in the namespace "ns"',
+    )
+    ds_pod = pod("d", owner=("DaemonSet", "ds"))
+    result = verdict(ds_pod, {("ns", "ds"): denied}, force=True, ignore_daemonsets=True)
+    assert (result.delete, result.outcome) == (False, Outcome.ERROR)
+    assert summarize_errors([(ds_pod, result)]) == [f"cannot delete {denied.error}: ns/d"]

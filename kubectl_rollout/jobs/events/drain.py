@@ -141,7 +141,16 @@ class NodeDrainFailed(Event):
 
     @property
     def reason(self) -> str:
-        return "; ".join(self.reasons)
+        return join_errors(self.reasons)
+
+
+def join_errors(errors: tuple[str, ...] | list[str]) -> str:
+    """Several errors in one line as kubectl joins them (apimachinery's ``utilerrors.NewAggregate``):
+    one error as it is; several, without repeats, as ``[first, second]``."""
+    distinct = list(dict.fromkeys(errors))
+    if len(distinct) == 1:
+        return distinct[0]
+    return "[" + ", ".join(distinct) + "]" if distinct else ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -87,6 +87,8 @@ class PodGone(Event):
     pod: PodRef
     #: seconds from the first eviction attempt to the pod's disappearance
     after: float
+    #: how it was removed: kubectl prints "pod/x evicted" or, under --disable-eviction, "pod/x deleted"
+    method: EvictionMethod = EvictionMethod.EVICT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,3 +107,15 @@ class PodFailed(Event):
 
     pod: PodRef
     reason: str
+    #: the removal was accepted and the pod was still terminating when it failed (a timeout)
+    terminating: bool = False
+
+    @property
+    def error(self) -> str:
+        """kubectl's error for this pod, the form in which a drain failure lists it."""
+        if self.terminating:
+            return (
+                f'error when waiting for pod "{self.pod.name}" in namespace "{self.pod.namespace}" '
+                f"to terminate: {self.reason}"
+            )
+        return f'error when evicting pods/"{self.pod.name}" -n "{self.pod.namespace}": {self.reason}'
