@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     # it uses when it runs, so that --help and TAB completion do without them.
     from kubectl_rollout.jobs.spec import DriveOptions, RolloutAction
     from kubectl_rollout.kube.cluster_access import Cluster
+    from kubectl_rollout.kube.permissions import Permission
 
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -432,10 +433,19 @@ def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> 
 def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
     """Delete managed workload NAME: its record, and through it every ReplicaSet and pod."""
     from kubectl_rollout.rollout import operations
+    from kubectl_rollout.rollout.permissions import delete_permissions
 
     cluster = open_cluster(ctx, **flags)
+    _require(cluster, delete_permissions(cluster.namespace), "delete", name)
     operations.delete(cluster, cluster.namespace, name)
     click.echo(f"workload/{name} deleted")
+
+
+def _require(cluster: Cluster, needed: list[Permission], *words: str) -> None:
+    """Permissions first, as the job commands check theirs: one line naming what is missing, nothing changed."""
+    from kubectl_rollout.kube.permissions import require
+
+    require(cluster, needed, action=next_steps.command(*words))
 
 
 def _deployment_name(target: str) -> str:
@@ -458,9 +468,11 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
     stay and become owned by the workload's record.
     """
     from kubectl_rollout.rollout import adoption as workload_adoption
+    from kubectl_rollout.rollout.permissions import adopt_permissions
 
-    cluster = open_cluster(ctx, **flags)
     name = _deployment_name(target)
+    cluster = open_cluster(ctx, **flags)
+    _require(cluster, adopt_permissions(cluster.namespace), "adopt", target)
     record = workload_adoption.adopt(cluster, cluster.namespace, name)
     click.echo(f"workload/{name} adopted from deployment.apps/{name} (revision {record.generation})")
 
@@ -472,8 +484,10 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
 def release(ctx: click.Context, /, name: str, **flags: Any) -> None:
     """Hand managed workload NAME back to a real Deployment, with zero pod restarts."""
     from kubectl_rollout.rollout import adoption as workload_adoption
+    from kubectl_rollout.rollout.permissions import release_permissions
 
     cluster = open_cluster(ctx, **flags)
+    _require(cluster, release_permissions(cluster.namespace), "release", name)
     workload_adoption.release(cluster, cluster.namespace, name)
     click.echo(f"deployment.apps/{name} created from workload/{name}; the Deployment controller drives it again")
 

@@ -60,6 +60,9 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
         Permission("list", "pods"),
         Permission("list", "poddisruptionbudgets", group="policy"),
     ]
+    if not read_only:
+        # pods are awaited, and budgets followed, on watches
+        needed += [Permission("watch", "pods"), Permission("watch", "poddisruptionbudgets", group="policy")]
     if not read_only and options.dry_run is not DryRun.CLIENT:
         needed.append(Permission("patch", "nodes"))
         if options.disable_eviction:

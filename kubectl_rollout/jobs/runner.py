@@ -29,7 +29,7 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
 from kubectl_rollout.jobs.next_steps import command
-from kubectl_rollout.jobs.spec import Connection, JobKind, JobResult, JobSpec
+from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobResult, JobSpec
 from kubectl_rollout.kube.api_outage import ApiOutage, OutageReport, is_connection_error
 from kubectl_rollout.kube.cluster_access import (
     Cluster,
@@ -42,6 +42,7 @@ from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.restart.engine import EvictionRestart, parse_target, restart_permissions
 from kubectl_rollout.rollout.actions import run_rollout_action
+from kubectl_rollout.rollout.permissions import rollout_permissions
 
 #: exit codes of the CLI contract
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -238,10 +239,22 @@ def _rollout(
     del paused
     action = spec.rollout
     assert action is not None
+    # Permissions first, as a drain does: a viewer learns which verbs it lacks, and nothing changes.
+    namespace = action.namespace or cluster.namespace
+    if action.kind is ActionKind.APPLY and action.manifest is not None:
+        namespace = str((action.manifest.get("metadata") or {}).get("namespace") or namespace)
+    require(
+        cluster,
+        rollout_permissions(action, namespace),
+        action=command(*_COMMAND_WORDS.get(action.kind, (str(action.kind),)), action.workload),
+    )
     finished = run_rollout_action(cluster, action, emit, cancel, lease_holder=lease_holder)
     summary = f"workload/{finished.workload}: {finished.message}"
     return _ended(ok=finished.succeeded, cancel=cancel, summary=summary)
 
+
+#: the command that runs each rollout action, as a person types it
+_COMMAND_WORDS = {ActionKind.SET_IMAGE: ("set", "image"), ActionKind.WATCH: ("status", "-w")}
 
 _BODIES: dict[JobKind, JobBody] = {
     JobKind.DRAIN: _drain,

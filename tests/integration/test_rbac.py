@@ -1,0 +1,336 @@
+"""The least-privilege Roles of docs/rbac/, used exactly as written, by a ServiceAccount token.
+
+Each command works with exactly its Role; with one verb taken out it stops
+before changing anything and says in one line which verb it lacks. A viewer
+(ClusterRole ``view``) gets that line from every rollout command too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+import watching
+import yaml
+from cluster_setup import deploy
+from kubernetes import client
+from plugin import run_plugin
+
+from kubectl_rollout.kube.cluster_access import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "docs" / "rbac"
+
+#: what a kubeconfig for a set of rules is made from: (rules file, verb to take out as (resource, verb) or None)
+MakeKubeconfig = Callable[..., Path]
+
+
+def role_document(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((RBAC / f"{name}.yaml").read_text())
+    return document
+
+
+def without(document: dict[str, Any], resource: str, verb: str) -> dict[str, Any]:
+    """The Role with ``verb`` taken off ``resource`` (and off that resource alone)."""
+    trimmed = copy.deepcopy(document)
+    rules = []
+    for rule in trimmed["rules"]:
+        if resource in rule["resources"] and verb in rule["verbs"]:
+            others = [r for r in rule["resources"] if r != resource]
+            if others:
+                rules.append({**rule, "resources": others})
+            verbs = [v for v in rule["verbs"] if v != verb]
+            if verbs:
+                rules.append({**rule, "resources": [resource], "verbs": verbs})
+            continue
+        rules.append(rule)
+    assert rules != trimmed["rules"], f"{verb} {resource} is not in the Role"
+    trimmed["rules"] = rules
+    return trimmed
+
+
+@pytest.fixture
+def kubeconfig_for(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path) -> Iterator[MakeKubeconfig]:
+    """A kubeconfig whose only user is a fresh ServiceAccount bound to ``document`` (a Role in the test's
+    namespace, or a ClusterRole bound cluster-wide) and nothing else."""
+    rbac = client.RbacAuthorizationV1Api(cluster.api_client)
+    cluster_wide: list[tuple[str, str]] = []
+    admin = json.loads(kubeconfig.read_text()) if kubeconfig.read_text().lstrip().startswith("{") else None
+    if admin is None:
+        admin = yaml.safe_load(kubeconfig.read_text())
+    server = admin["clusters"][0]["cluster"]
+
+    def make(document: dict[str, Any]) -> Path:
+        name = f"rp-{uuid.uuid4().hex[:8]}"
+        cluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+        subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+        body = {**document, "metadata": {"name": name}}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": document["kind"], "name": name}
+        if document["kind"] == "ClusterRole":
+            rbac.create_cluster_role(body)
+            rbac.create_cluster_role_binding({"metadata": {"name": name}, "roleRef": ref, "subjects": [subject]})
+            cluster_wide.append(("role", name))
+        else:
+            rbac.create_namespaced_role(namespace, body)
+            rbac.create_namespaced_role_binding(
+                namespace, {"metadata": {"name": name}, "roleRef": ref, "subjects": [subject]}
+            )
+        token = cluster.core.create_namespaced_service_account_token(
+            name, namespace, client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[]))
+        ).status.token
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": server}],
+            "users": [{"name": name, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {"cluster": "c", "user": name, "namespace": namespace}}],
+            "current-context": name,
+        }
+        path = tmp_path / f"{name}.kubeconfig"
+        path.write_text(json.dumps(config))
+        return path
+
+    yield make
+    for _, name in cluster_wide:
+        rbac.delete_cluster_role_binding(name)
+        rbac.delete_cluster_role(name)
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def records(cluster: Cluster, namespace: str) -> dict[str, str]:
+    return {
+        c.metadata.name: c.metadata.resource_version
+        for c in cluster.core.list_namespaced_config_map(namespace).items
+        if c.metadata.name.startswith("rollout-plus.")
+    }
+
+
+def state(cluster: Cluster, namespace: str) -> tuple[dict[str, str], set[str], set[str]]:
+    """The records, ReplicaSets and pods of the namespace: what a refused command must leave alone."""
+    return (
+        records(cluster, namespace),
+        {r.metadata.name for r in cluster.apps.list_namespaced_replica_set(namespace).items},
+        {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items},
+    )
+
+
+def write_manifest(tmp_path: Path, name: str, image: str = manifests.IMAGE) -> Path:
+    document = manifests.deployment(name, replicas=2, annotations={manifests.READY_AFTER: "1s"})
+    document["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+# --- rollouts ---------------------------------------------------------------------------------------
+
+
+def test_rollouts_work_with_exactly_the_documented_role(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path
+) -> None:
+    config = kubeconfig_for(role_document("rollout"))
+    steps = [
+        ("apply", "-f", str(write_manifest(tmp_path, "web")), "--timeout", "90s"),
+        ("set", "image", "web", "app=registry.example/app:v2", "--timeout", "90s"),
+        ("scale", "web", "--replicas", "3", "--timeout", "90s"),
+        ("pause", "web"),
+        ("resume", "web", "--timeout", "90s"),
+        ("restart", "web", "--timeout", "90s"),
+        ("undo", "web", "--timeout", "90s"),
+        ("status", "web", "-w", "--timeout", "90s"),
+    ]
+    for step in steps:
+        result = run_plugin(*step, kubeconfig=config)
+        assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
+    deployed = cluster.apps.list_namespaced_replica_set(namespace).items
+    assert sum(r.status.available_replicas or 0 for r in deployed) == 3
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb"),
+    [
+        ("configmaps", "create"),
+        ("configmaps", "patch"),
+        ("replicasets", "create"),
+        ("replicasets", "delete"),
+        ("pods", "watch"),
+        ("poddisruptionbudgets", "list"),
+        ("leases", "create"),
+    ],
+)
+def test_apply_without_one_verb_of_the_role_says_which_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path, resource: str, verb: str
+) -> None:
+    config = kubeconfig_for(without(role_document("rollout"), resource, verb))
+    before = state(cluster, namespace)
+
+    result = run_plugin("apply", "-f", str(write_manifest(tmp_path, "web")), "--timeout", "30s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} {resource}" in line
+    assert "kubectl rollout-plus apply web needs; nothing was changed" in line
+    assert state(cluster, namespace) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [
+        (("scale", "web", "--replicas", "3"), "update configmaps"),
+        (("set", "image", "web", "app=registry.example/app:v2"), "update configmaps"),
+        (("pause", "web"), "update configmaps"),
+        (("resume", "web"), "update configmaps"),
+        (("restart", "web"), "update configmaps"),
+        (("undo", "web"), "update configmaps"),
+        (("status", "web", "-w"), "patch configmaps"),
+        (("delete", "web"), "delete configmaps"),
+        (("release", "web"), "delete configmaps"),
+        (("apply", "-f", "MANIFEST"), "create configmaps"),
+    ],
+)
+def test_a_viewer_gets_one_line_naming_the_verbs_it_lacks(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, args: tuple[str, ...], missing: str
+) -> None:
+    manifest = write_manifest(tmp_path, "web")
+    created = run_plugin("apply", "-f", str(manifest), "-n", namespace, "--no-wait", kubeconfig=kubeconfig)
+    assert created.returncode == 0, created.stderr
+    before = state(cluster, namespace)
+    args = tuple(str(manifest) if a == "MANIFEST" else a for a in args)
+
+    result = run_plugin(*args, "-n", namespace, "--context", "rollout-plus-viewer", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert line.startswith('error: context "rollout-plus-viewer" may not ') or 'context "rollout-plus-viewer"' in line
+    assert missing in line
+    assert "nothing was changed" in line
+    assert state(cluster, namespace) == before
+
+
+def test_a_viewer_cannot_adopt_and_the_deployment_stays(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
+    deploy(cluster, namespace, "api", 1)
+    before = state(cluster, namespace)
+
+    result = run_plugin(
+        "adopt", "deployment/api", "-n", namespace, "--context", "rollout-plus-viewer", kubeconfig=kubeconfig
+    )
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert "delete deployments.apps" in line
+    assert "create configmaps" in line
+    assert cluster.apps.read_namespaced_deployment("api", namespace).metadata.deletion_timestamp is None
+    assert state(cluster, namespace) == before
+
+
+# --- restarts by eviction ----------------------------------------------------------------------------
+
+
+def test_a_restart_by_eviction_works_with_exactly_the_documented_role(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig
+) -> None:
+    deploy(cluster, namespace, "api", 2)
+    before = {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items}
+    config = kubeconfig_for(role_document("restart"))
+
+    result = run_plugin("restart", "deployment/api", "--timeout", "90s", kubeconfig=config)
+
+    assert result.returncode == 0, result.stderr
+    after = {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items}
+    assert not before & after
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb"), [("pods/eviction", "create"), ("deployments", "patch"), ("leases", "update")]
+)
+def test_a_restart_without_one_verb_of_the_role_says_which_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, resource: str, verb: str
+) -> None:
+    deploy(cluster, namespace, "api", 2)
+    config = kubeconfig_for(without(role_document("restart"), resource, verb))
+    before = state(cluster, namespace)
+
+    result = run_plugin("restart", "deployment/api", "--timeout", "30s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} {resource}" in line
+    assert state(cluster, namespace) == before
+
+
+# --- drains -----------------------------------------------------------------------------------------
+
+
+def test_a_drain_works_with_exactly_the_documented_cluster_role(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 2, pool=namespace)
+    config = kubeconfig_for(role_document("drain"))
+
+    drained = run_plugin("drain", target, "--timeout", "60s", kubeconfig=config)
+    uncordoned = run_plugin("uncordon", target, kubeconfig=config)
+
+    assert drained.returncode == 0, drained.stderr
+    assert f"node/{target} drained" in drained.stdout
+    assert uncordoned.returncode == 0, uncordoned.stderr
+    assert cluster.core.read_node(target).spec.unschedulable in (None, False)
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb"),
+    [("nodes", "patch"), ("pods/eviction", "create"), ("pods", "watch"), ("poddisruptionbudgets", "watch")],
+)
+def test_a_drain_without_one_verb_of_the_role_says_which_and_changes_nothing(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig, resource: str, verb: str
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 1, pool=namespace)
+    config = kubeconfig_for(without(role_document("drain"), resource, verb))
+    before = (cluster.core.read_node(target).metadata.resource_version, state(cluster, namespace))
+
+    result = run_plugin("drain", target, kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    suffix = ".policy" if resource == "poddisruptionbudgets" else ""
+    assert f"may not {verb} {resource}{suffix}" in line
+    assert (cluster.core.read_node(target).metadata.resource_version, state(cluster, namespace)) == before
+
+
+def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
+) -> None:
+    (target,) = dedicated_nodes(1)
+    cluster.apps.create_namespaced_daemon_set(
+        namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
+    )
+    watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda p: p.spec.node_name == target and p.status.phase == "Running",
+        namespace=namespace,
+        timeout=30,
+        what="the DaemonSet's pod running",
+    )
+    config = kubeconfig_for(without(role_document("drain"), "daemonsets", "get"))
+
+    result = run_plugin("drain", target, "--ignore-daemonsets", kubeconfig=config)
+
+    assert result.returncode == 1
+    # kubectl shows err.Error() of the GET: the server's whole message, naming the user and the verb.
+    assert (
+        f'cannot delete daemonsets.apps "agent" is forbidden: User "system:serviceaccount:{namespace}:' in result.stderr
+    )
+    assert f'cannot get resource "daemonsets" in API group "apps" in the namespace "{namespace}"' in result.stderr
