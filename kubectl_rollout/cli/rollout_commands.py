@@ -183,6 +183,13 @@ def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
     from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     manifest = load_manifest(filename)
+    given = (manifest.get("metadata") or {}).get("namespace")
+    if given and options.get("namespace") and given != options["namespace"]:
+        # kubectl apply's words for the same mistake; checked before the cluster is touched
+        raise UsageError(
+            f'the namespace from the provided object "{given}" does not match the namespace '
+            f"\"{options['namespace']}\". You must pass '--namespace={given}' to perform this operation."
+        )
     _change(ctx, RolloutAction(kind=ActionKind.APPLY, manifest=manifest), options)
 
 

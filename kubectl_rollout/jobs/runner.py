@@ -117,7 +117,9 @@ def run_job(
     except UserFacingError as err:
         result = JobResult(state=JobState.FAILED, exit_code=err.exit_code, error=err.message)
     except ApiException as err:
-        result = JobResult(state=JobState.FAILED, exit_code=EXIT_FAILED, error=describe_api_error(err))
+        # A 401 names the server and the context whose credentials it refused.
+        error = describe_transport_failure(err, cluster).message if err.status == 401 and cluster else None
+        result = JobResult(state=JobState.FAILED, exit_code=EXIT_FAILED, error=error or describe_api_error(err))
     except Exception as err:
         # No traceback ever reaches the user: a connection that failed is worded as
         # such (cancelled mid-outage, say), anything else in one line, the trace in the log.

@@ -204,6 +204,11 @@ def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFaci
 def describe_api_error(err: ApiException) -> str:
     """One line for an API answer nothing else explained."""
     message = api_message(err)
+    if err.status == 401:
+        return (
+            "the Kubernetes API server rejected the credentials (401 Unauthorized); "
+            "refresh them in your kubeconfig and retry"
+        )
     if err.status == 403:
         return f"{message}; use a context with this permission (nothing else was changed by this step)"
     return f"the API server answered {err.status} {err.reason}: {message}"

@@ -299,7 +299,7 @@ def test_a_drain_without_one_verb_of_the_role_says_which_and_changes_nothing(
     (target,) = dedicated_nodes(1)
     deploy(cluster, namespace, "web", 1, pool=namespace)
     config = kubeconfig_for(without(role_document("drain"), resource, verb))
-    before = (cluster.core.read_node(target).metadata.resource_version, state(cluster, namespace))
+    before = (cluster.core.read_node(target).spec.unschedulable, state(cluster, namespace))
 
     result = run_plugin("drain", target, kubeconfig=config)
 
@@ -307,7 +307,7 @@ def test_a_drain_without_one_verb_of_the_role_says_which_and_changes_nothing(
     line = one_line(result.stderr)
     suffix = ".policy" if resource == "poddisruptionbudgets" else ""
     assert f"may not {verb} {resource}{suffix}" in line
-    assert (cluster.core.read_node(target).metadata.resource_version, state(cluster, namespace)) == before
+    assert (cluster.core.read_node(target).spec.unschedulable, state(cluster, namespace)) == before
 
 
 def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
