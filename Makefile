@@ -6,8 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 CLUSTER_DIR ?= .cluster/default
 PYTEST_ARGS ?=
+#: how the suite is run; `make coverage` (and CI) run it under coverage.py
+PYTEST ?= $(BIN)/pytest
 
-.PHONY: setup system-packages binaries demo tui test unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist
+.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -35,7 +37,13 @@ tui: $(VENV)/.installed
 
 ## test: every test, unit and integration (the latter against a real local control plane)
 test: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+## coverage: the whole suite under coverage.py (CLI subprocesses and the agent included), then the total
+coverage: setup
+	rm -rf .coverage-data && mkdir -p .coverage-data
+	$(MAKE) test PYTEST="$(CURDIR)/$(BIN)/coverage run -m pytest"; status=$$?; \
+	$(BIN)/coverage combine -q; $(BIN)/coverage report | tail -n 1; exit $$status
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -m "not integration" $(PYTEST_ARGS)
