@@ -25,10 +25,11 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
 from kubectl_rollout.jobs.views.rollout import rows_after
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
-from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout import operations, replica_sets
 from kubectl_rollout.rollout.plan import (
     Action,
     CopyAnnotations,
@@ -109,12 +110,18 @@ class RolloutDriver:
         fail_after_restarts: int = 3,
         following: str | None = None,
         lease_holder: str | None = None,
+        paused: threading.Event | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
 
         ``lease_holder``: the identity to hold the workload's Lease under (default: one of this process's own);
         an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held before a crash
         at once instead of waiting for it to lapse.
+
+        ``paused``: the job's pause switch (the agent's ``jobs pause ID``). When it is set, the driver pauses the
+        workload as ``pause NAME`` does (no rollout progress, no progress deadline; scaling still applies) and,
+        instead of ending as it does for a pause made by someone else, waits holding the Lease; when it is
+        cleared, the driver resumes the workload and drives on.
         """
         self.cluster = cluster
         self.namespace = namespace
@@ -127,6 +134,9 @@ class RolloutDriver:
         self.fail_after_restarts = fail_after_restarts
         self.following = following
         self.lease_holder = lease_holder
+        self.paused = paused
+        #: what the pause switch asked for when the driver last acted on it
+        self._paused_by_switch = False
         self._wake = threading.Event()
         self._last_message = ""
         self._rolled_back_to: tuple[int, str] | None = None
@@ -198,6 +208,7 @@ class RolloutDriver:
                         outcome=RolloutOutcome.DELETED,
                     )
                 record = from_config_map(raw)
+                self._follow_pause_switch(record)
                 if pods is None:
                     pods = self._watch(
                         self.cluster.core.list_namespaced_pod,
@@ -217,11 +228,36 @@ class RolloutDriver:
                         message=f"timed out after {self.timeout:g}s: {self._last_message}",
                         outcome=RolloutOutcome.TIMED_OUT,
                     )
-                self._wake.wait(1.0)
+                self._wait_for_change()
         finally:
             for collection in watches:
                 collection.stop()
             lease.release()
+
+    def _wait_for_change(self) -> None:
+        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick)."""
+        if self.paused is None:
+            self._wake.wait(1.0)
+            return
+        until = time.monotonic() + 1.0
+        while time.monotonic() < until:
+            if self._wake.wait(0.1) or self.paused.is_set() != self._paused_by_switch:
+                return
+
+    def _follow_pause_switch(self, record: Record) -> None:
+        """Pause or resume the workload when the job's pause switch was flipped since the last pass."""
+        if self.paused is None or self.paused.is_set() == self._paused_by_switch:
+            return
+        wanted = self.paused.is_set()
+        self._paused_by_switch = wanted
+        if bool(record.spec.paused) == wanted:
+            return  # already so (paused by `pause NAME`, or the job resumed after a crash while paused)
+        try:
+            changed = operations.set_paused(self.cluster, self.namespace, self.name, self.emit, paused=wanted)
+        except UsageError:
+            return  # the watch had not caught up: it is already so
+        # Act on nothing older than the change: a pass on the record as it was would make progress while paused.
+        self._awaited_generation = max(self._awaited_generation, changed.record.generation)
 
     # --- one pass ---------------------------------------------------------------------
 
@@ -284,6 +320,8 @@ class RolloutDriver:
             if rolled_back is not None:
                 self._rolled_back_to = rolled_back
                 return None
+        if spec.paused and not actions and not phase.failed and self._paused_by_switch:
+            return None  # paused by this job (`jobs pause`): wait, holding the Lease, for `jobs resume`
         if spec.paused and not actions and not phase.failed:
             # No progress while paused (scaling only, done above): leave the lease for whoever resumes it.
             return RolloutResult(

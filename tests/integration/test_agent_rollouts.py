@@ -24,7 +24,7 @@ import manifests
 import pytest
 import watching
 from integration.test_agent import _wait_gone, agent_dir, agents_of
-from invariants import PodCensus
+from invariants import PodCensus, ReplicaSetScaling
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
@@ -307,3 +307,77 @@ def test_two_agents_one_drives_the_other_follows_and_takes_over_when_the_first_i
     assert census.fewest_ready == 6
     assert _integrity(first, driving.id) == "running"  # the first agent never ran again
     assert _integrity(second, following.id) == "succeeded"
+
+
+# --- jobs pause / jobs resume of a rollout ----------------------------------------------------------------
+
+
+def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it_to_the_end(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    from kubectl_rollout.jobs.events.job import JobPaused, JobResumed
+    from kubectl_rollout.rollout.record import read
+
+    # maxSurge 1, maxUnavailable 0, 6 replicas, Ready after 2 s: a step every ~2 s, ~12 s in all unpaused.
+    document = _workload(6, _rolling(1, 0), "2s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    census = PodCensus(cluster, namespace, "web").start()
+    scaling = None
+    try:
+        with connect(agent_dir, name="test") as agent:
+            job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        _mid_scale_up(cluster, namespace, agent_dir, job.id)
+        with connect(agent_dir, name="test") as agent:
+            assert agent.pause(job.id).paused
+        # The job pauses the workload (its own SpecChanged), as `pause web` would.
+        _follow(
+            agent_dir,
+            job.id,
+            until=lambda event: isinstance(event, ev.SpecChanged) and event.change is ev.SpecChange.PAUSE,
+        )
+        assert read(cluster, namespace, "web").spec.paused is True
+        # From here on, every change of a ReplicaSet's size is recorded; none may come until the resume.
+        scaling = ReplicaSetScaling(cluster, namespace).start()
+        listed = cluster.apps.list_namespaced_replica_set(namespace).items
+        new_size = next(rs.spec.replicas for rs in listed if _is_v2(rs))
+        assert new_size < 6, f"the rollout finished before the pause: the new ReplicaSet has {new_size}"
+        time.sleep(8)  # four of the 2 s steps the rollout would have made unpaused
+        with connect(agent_dir, name="test") as agent:
+            info = agent.show(job.id)
+            assert (info.state, info.paused) == ("running", True), info
+            resumed_at = time.monotonic()
+            assert not agent.resume(job.id).paused
+        seen = _follow(agent_dir, job.id)
+    finally:
+        census.stop()
+        if scaling is not None:
+            scaling.stop()
+    assert scaling is not None
+    while_paused = [change for change in scaling.seen() if change[0] < resumed_at]
+    assert while_paused == [], f"ReplicaSets scaled while the rollout was paused: {while_paused}"
+    after = [change for change in scaling.seen() if change[0] >= resumed_at]
+    assert after, "nothing was scaled after the resume"
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.outcome, rollout_end.paused) == (ev.RolloutOutcome.COMPLETE, False), rollout_end
+    # The job reported the pause, and the rollout's own view said paused meanwhile.
+    kinds = [type(e.event) for e in seen]
+    assert kinds.index(JobPaused) < kinds.index(JobResumed)
+    changes = [e.event.change for e in seen if isinstance(e.event, ev.SpecChanged)]
+    assert changes == [ev.SpecChange.APPLY, ev.SpecChange.PAUSE, ev.SpecChange.RESUME], changes
+    paused_reports = [
+        e.event for e in seen[kinds.index(JobPaused) :] if isinstance(e.event, ev.RolloutProgressed) and e.event.paused
+    ]
+    assert paused_reports, "no progress report said paused"
+    # One new ReplicaSet; the rollout's bounds held throughout.
+    created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
+    assert created == [2], created
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 6, V2)]
+    assert read(cluster, namespace, "web").spec.paused is False
+    assert census.most <= 7, census.most
+    assert census.fewest_ready == 6, census.fewest_ready
+    with connect(agent_dir, name="test") as agent:
+        assert agent.show(job.id).paused is False
