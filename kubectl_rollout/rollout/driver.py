@@ -148,6 +148,8 @@ class RolloutDriver:
         self._failure: _PodFailure | None = None
         #: the conditions as last reported (ConditionChanged)
         self._reported = RolloutStatus()
+        #: the ReplicaSets this driver created (and reported): each is reported once, however far a watch lags
+        self._created: set[str] = set()
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
 
@@ -360,7 +362,7 @@ class RolloutDriver:
         """Carry one action out and report it; returns the status with what the action itself records."""
         if isinstance(action, CreateReplicaSet):
             try:
-                created, collisions = replica_sets.create(
+                creation = replica_sets.create(
                     self.cluster,
                     record,
                     replicas=action.replicas,
@@ -374,19 +376,24 @@ class RolloutDriver:
                     return status
                 cond = condition(PROGRESSING, False, FAILED_RS_CREATE, str(failed), time.time())
                 return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+            name = creation.replica_set.metadata.name
+            if creation.already_there and name in self._created:
+                # This driver created it a pass ago and reported it then; the ReplicaSet watch lags the record's.
+                return status
+            self._created.add(name)
             self._did(
                 ev.ReplicaSetCreated(
                     workload=self.name,
-                    name=created.metadata.name,
+                    name=name,
                     revision=action.revision,
                     replicas=action.replicas,
-                    collision_count=collisions,
+                    collision_count=creation.collision_count,
                 )
             )
-            status = dataclasses.replace(status, collision_count=collisions)
+            status = dataclasses.replace(status, collision_count=creation.collision_count)
             if record.target().progress_deadline_seconds is None:
                 return status  # no deadline, no Progressing condition (HasProgressDeadline)
-            return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"')
+            return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{name}"')
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
             before = managed[action.name].replicas if action.name in managed else 0

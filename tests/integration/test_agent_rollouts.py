@@ -10,9 +10,11 @@ would have, and the job goes on within 3 s of the agent's restart because the ag
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import tempfile
 import time
@@ -30,6 +32,7 @@ from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.server import lease_holder_for
 from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.api import ApiUnreachable
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
@@ -381,3 +384,103 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
     assert census.fewest_ready == 6, census.fewest_ready
     with connect(agent_dir, name="test") as agent:
         assert agent.show(job.id).paused is False
+
+
+# --- SIGKILL before the rollout's SpecChanged ----------------------------------------------------------------
+
+
+def _record_generation(cluster: Cluster, namespace: str) -> int:
+    return int(cluster.core.read_namespaced_config_map("rollout-plus.web", namespace).data["generation"])
+
+
+def _journaled(paths: AgentPaths, job_id: str, event_type: str) -> int:
+    with sqlite3.connect(paths.journal) as db:
+        (count,) = db.execute("SELECT count(*) FROM events WHERE job = ? AND type = ?", (job_id, event_type)).fetchone()
+    return int(count)
+
+
+def _unreachable_copy(kubeconfig: Path, copy_path: Path, port: int) -> None:
+    """The kubeconfig as it is, but every server at a loopback port where nothing listens."""
+    document = json.loads(kubeconfig.read_text())
+    for entry in document["clusters"]:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    copy_path.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("point", ["before-the-record-is-written", "right-after-the-record-is-written"])
+def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_on_resume(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, point: str
+) -> None:
+    """The agent dies before the job's SpecChanged is in its journal: the resumed job runs its command again
+    (not `status -w`, which would follow the old generation to a false "complete"), and the change is still
+    made once.
+
+    "before-the-record-is-written": the job's kubeconfig names a loopback port where nothing listens (a port
+    this test holds bound, never listening), so its first API call is refused and the job waits out the
+    outage (ApiUnreachable): the record cannot have been written when the agent is killed. The kubeconfig
+    is then pointed back at the API server, and the restarted agent reads it again as it resumes the job.
+
+    "right-after-the-record-is-written": the agent is killed the moment a watch sees the record's new
+    generation; whether the job's SpecChanged made it to the journal first is a race, reported, and the
+    outcome must be the same either way.
+    """
+    document = _workload(4, _rolling(1, 0), "1s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    assert _record_generation(cluster, namespace) == 1
+    job_kubeconfig = tmp_path / "kubeconfig"
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))  # bound, never listening: a connection to it is refused
+    if point == "before-the-record-is-written":
+        _unreachable_copy(kubeconfig, job_kubeconfig, holder.getsockname()[1])
+    else:
+        shutil.copyfile(kubeconfig, job_kubeconfig)
+    census = PodCensus(cluster, namespace, "web").start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(_apply_spec(job_kubeconfig, namespace, _with_image(document, V2)))
+        if point == "before-the-record-is-written":
+            _follow(agent_dir, job.id, until=lambda event: isinstance(event, ApiUnreachable))
+        else:
+            watching.until(
+                cluster.core.list_namespaced_config_map,
+                lambda cm: cm.metadata.name == "rollout-plus.web" and cm.data["generation"] == "2",
+                namespace=namespace,
+                timeout=60,
+                what="the record's generation 2",
+            )
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        spec_changed_before_kill = _journaled(agent_dir, job.id, "SpecChanged")
+        if point == "before-the-record-is-written":
+            assert spec_changed_before_kill == 0
+            assert _record_generation(cluster, namespace) == 1, "the record changed while the server was unreachable"
+            shutil.copyfile(kubeconfig, job_kubeconfig)
+        print(f"\n{point}: SpecChanged was {'' if spec_changed_before_kill else 'not '}journaled before the kill")
+        assert _integrity(agent_dir, job.id) == "running"
+        with connect(agent_dir, name="test") as agent:
+            assert agent.agent["pid"] != pid
+        seen = _follow(agent_dir, job.id)
+    finally:
+        census.stop()
+        holder.close()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.succeeded, rollout_end.outcome) == (True, ev.RolloutOutcome.COMPLETE), rollout_end
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
+    assert [e.event.resumed for e in seen if isinstance(e.event, JobStarted)] == [False, True]
+    # Journaled once whichever way the race went: by the first run, or by the command run again.
+    changed = [e.event for e in seen if isinstance(e.event, ev.SpecChanged)]
+    assert len(changed) == 1, changed
+    assert changed[0].generation == 2, changed[0]
+    # The change was made once: generation 2, one new ReplicaSet, the old one scaled to nothing.
+    assert _record_generation(cluster, namespace) == 2
+    created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
+    assert created == [2], [(e.seq, e.type) for e in seen]
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 4, V2)]
+    assert census.most <= 5, census.most
+    assert census.fewest_ready == 4, census.fewest_ready
+    assert _integrity(agent_dir, job.id) == "succeeded"
