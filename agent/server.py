@@ -431,10 +431,14 @@ class Agent:
         if clash is not None:
             other, what = clash
             verb = "draining" if what.startswith("node/") else "driving"
+            running = self.live[other]
+            paused = (
+                f"; it is paused: go on with `{command('jobs', 'resume', other)}`" if running.paused.is_set() else ""
+            )
             raise ProtocolError(
                 ErrorCode.CONFLICT,
-                f"job {other} ({self.live[other].spec.kind.value} {self.live[other].spec.target}) is already {verb} "
-                f"{what}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
+                f"job {other} ({running.spec.kind.value} {running.spec.target}) is already {verb} "
+                f"{what}{paused}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
                 f"`{command('jobs', 'cancel', other)}` and try again",
                 {"job": other, "object": what},
             )

@@ -30,6 +30,7 @@ from invariants import PodCensus, ReplicaSetScaling
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
 from kubectl_rollout.agent.server import lease_holder_for
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.api import ApiUnreachable
@@ -348,6 +349,16 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
         with connect(agent_dir, name="test") as agent:
             info = agent.show(job.id)
             assert (info.state, info.paused) == ("running", True), info
+            # `resume web` as a second job is refused, pointing at the paused job.
+            resume = JobSpec(
+                kind=JobKind.ROLLOUT,
+                connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+                rollout=RolloutAction(kind=ActionKind.RESUME, name="web"),
+            )
+            with pytest.raises(ProtocolError) as refused:
+                agent.submit(resume)
+            assert refused.value.code == ErrorCode.CONFLICT
+            assert f"it is paused: go on with `kubectl rollout-plus jobs resume {job.id}`" in refused.value.message
             resumed_at = time.monotonic()
             assert not agent.resume(job.id).paused
         seen = _follow(agent_dir, job.id)
