@@ -316,9 +316,12 @@ def test_two_agents_one_drives_the_other_follows_and_takes_over_when_the_first_i
 # --- jobs pause / jobs resume of a rollout ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("while_paused", ["nothing-else", "the-agent-is-killed-and-restarted"])
 def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it_to_the_end(
-    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, while_paused: str
 ) -> None:
+    """ "the-agent-is-killed-and-restarted": SIGKILL while paused; the resumed job finds the workload paused
+    by it and stays paused (no scaling, still watched), neither pausing it again nor resuming it."""
     from kubectl_rollout.jobs.events.job import JobPaused, JobResumed
     from kubectl_rollout.rollout.record import read
 
@@ -346,6 +349,16 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
         new_size = next(rs.spec.replicas for rs in listed if _is_v2(rs))
         assert new_size < 6, f"the rollout finished before the pause: the new ReplicaSet has {new_size}"
         time.sleep(8)  # four of the 2 s steps the rollout would have made unpaused
+        if while_paused == "the-agent-is-killed-and-restarted":
+            with connect(agent_dir, name="test") as agent:
+                pid = agent.agent["pid"]
+            os.kill(pid, signal.SIGKILL)
+            assert _wait_gone(pid, 10)
+            assert _integrity(agent_dir, job.id) == "running"
+            with connect(agent_dir, name="test") as agent:
+                assert agent.agent["pid"] != pid
+            _follow(agent_dir, job.id, until=lambda event: isinstance(event, JobStarted) and event.resumed)
+            time.sleep(4)  # the resumed job's passes, on a paused workload
         with connect(agent_dir, name="test") as agent:
             info = agent.show(job.id)
             assert (info.state, info.paused) == ("running", True), info
@@ -367,8 +380,8 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
         if scaling is not None:
             scaling.stop()
     assert scaling is not None
-    while_paused = [change for change in scaling.seen() if change[0] < resumed_at]
-    assert while_paused == [], f"ReplicaSets scaled while the rollout was paused: {while_paused}"
+    scaled_while_paused = [change for change in scaling.seen() if change[0] < resumed_at]
+    assert scaled_while_paused == [], f"ReplicaSets scaled while the rollout was paused: {scaled_while_paused}"
     after = [change for change in scaling.seen() if change[0] >= resumed_at]
     assert after, "nothing was scaled after the resume"
     finished = seen[-1].event
@@ -382,6 +395,8 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
     assert kinds.index(JobPaused) < kinds.index(JobResumed)
     changes = [e.event.change for e in seen if isinstance(e.event, ev.SpecChanged)]
     assert changes == [ev.SpecChange.APPLY, ev.SpecChange.PAUSE, ev.SpecChange.RESUME], changes
+    runs = [e.event.resumed for e in seen if isinstance(e.event, JobStarted)]
+    assert runs == ([False, True] if while_paused == "the-agent-is-killed-and-restarted" else [False]), runs
     paused_reports = [
         e.event for e in seen[kinds.index(JobPaused) :] if isinstance(e.event, ev.RolloutProgressed) and e.event.paused
     ]
