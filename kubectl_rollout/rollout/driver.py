@@ -139,6 +139,7 @@ class RolloutDriver:
         self._paused_by_switch = False
         self._wake = threading.Event()
         self._last_message = ""
+        self._last_paused = False
         self._rolled_back_to: tuple[int, str] | None = None
         #: after a rollback, act only on a record at least this new
         self._awaited_generation = 0
@@ -620,9 +621,11 @@ class RolloutDriver:
         new_rs: str,
         acted: bool,
     ) -> None:
-        if message == self._last_message and not acted:
+        # kubectl's line does not say paused: a pause or resume is reported even when the line stays the same.
+        if message == self._last_message and not acted and record.spec.paused == self._last_paused:
             return
         self._last_message = message
+        self._last_paused = record.spec.paused
         rows = replica_sets.rows(mine, new_rs)
         for action in self._done:
             rows = rows_after(rows, action)

@@ -27,6 +27,7 @@ import pytest
 import watching
 from integration.test_agent import _wait_gone, agent_dir, agents_of
 from invariants import PodCensus, ReplicaSetScaling
+from plugin import run_plugin
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
@@ -334,8 +335,12 @@ def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it
         with connect(agent_dir, name="test") as agent:
             job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
         _mid_scale_up(cluster, namespace, agent_dir, job.id)
-        with connect(agent_dir, name="test") as agent:
-            assert agent.pause(job.id).paused
+        paused = run_plugin("jobs", "pause", job.id)
+        assert paused.returncode == 0, paused.stderr
+        assert paused.stdout.strip() == (
+            f"job {job.id} (rollout workload/web) paused: its workload is paused (no rollout progress; scaling still "
+            f"applies); go on with `kubectl rollout-plus jobs resume {job.id}`"
+        )
         # The job pauses the workload (its own SpecChanged), as `pause web` would.
         _follow(
             agent_dir,
