@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -166,6 +167,18 @@ def rss_kib(pid: int, field: str) -> int:
     raise SystemExit(f"no {field} for pid {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's children that ended (and were waited for) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
@@ -290,6 +303,8 @@ def main() -> int:
         idle = rss_kib(pid, "VmRSS")
         # In-process and attached alternate (A B B A ...), so that a cluster busier at one moment weighs on both.
         walls: dict[str, list[float]] = {"in-process": [], "attached": []}
+        #: CPU seconds per drain: the in-process CLI; the agent plus the attached CLI
+        cpus: dict[str, list[float]] = {"in-process": [], "attached": []}
         latencies: list[float] = []
         events = 0
         order = ["in-process", "attached", "attached", "in-process"] * ((args.rounds + 1) // 2)
@@ -297,15 +312,17 @@ def main() -> int:
             started = time.monotonic()
             namespace = f"{stem}-{index}"
             prepare(cluster, namespace, targets, spares, args.pods)
+            cpu_before = children_cpu_seconds() + cpu_seconds(pid)
             if mode == "in-process":
                 walls[mode].append(in_process_run(kubeconfig, namespace, targets, env))
             else:
                 elapsed, seen, events = attached_run(kubeconfig, namespace, targets, env)
                 walls[mode].append(elapsed)
                 latencies.extend(seen)
+            cpus[mode].append(children_cpu_seconds() + cpu_seconds(pid) - cpu_before)
             clean(cluster, namespace, targets)
             print(
-                f"run {index + 1}: {mode:10s} {walls[mode][-1]:7.2f} s   "
+                f"run {index + 1}: {mode:10s} {walls[mode][-1]:7.2f} s, CPU {cpus[mode][-1]:6.1f} s   "
                 f"(with setup and clean-up {time.monotonic() - started:.0f} s)",
                 flush=True,
             )
@@ -338,6 +355,10 @@ def main() -> int:
         print(
             f"wall time attached                  {attached:7.2f} s   (median of {runs}; 3 clients reading, "
             "1 never reading)"
+        )
+        print(
+            f"CPU per drain (median)              in-process CLI {statistics.median(cpus['in-process']):.1f} s, "
+            f"agent + attached CLI {statistics.median(cpus['attached']):.1f} s"
         )
         print(f"never-reading clients dropped       {dropped} of {len(walls['attached'])}")
         print(f"ratio of the medians                {attached / in_process:7.2f}   (target <= 1.05)")
