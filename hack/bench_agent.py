@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from kubectl_rollout.agent.client import agent_running  # noqa: E402
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths  # noqa: E402
+from kubectl_rollout.agent.settings import ENV_IDLE  # noqa: E402
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench-agent"
@@ -290,8 +291,9 @@ def main() -> int:
     names = [f"{stem}-n{i}" for i in range(6)]
     targets, spares = names[:3], names[3:]
     agent_dir = Path(tempfile.mkdtemp(prefix="rpa-bench-", dir="/tmp"))
-    env = {**os.environ, ENV_DIR: str(agent_dir)}
-    os.environ[ENV_DIR] = str(agent_dir)
+    # One agent for the whole benchmark: in-process runs in a row leave it idle longer than its default 10 min.
+    os.environ.update({ENV_DIR: str(agent_dir), ENV_IDLE: str(24 * 3600)})
+    env = dict(os.environ)
     try:
         for name in names:
             cluster.core.create_node(node(name))
@@ -338,6 +340,9 @@ def main() -> int:
                 f"(with setup and clean-up {time.monotonic() - started:.0f} s)",
                 flush=True,
             )
+        with connect_agent(name="bench") as agent:
+            if agent.agent["pid"] != pid:
+                raise SystemExit(f"the agent (pid {pid}) was replaced by pid {agent.agent['pid']}: figures lost")
         peak = rss_kib(pid, "VmHWM")
         paths = agent_paths()
         with connect_agent(name="bench") as agent:
