@@ -364,14 +364,14 @@ def main() -> int:
         )
         readers = 1 + args.extra_clients
         print(
-            f"event -> client latency, {readers} clients  p50 {1000 * statistics.median(latencies):6.1f} ms   "
+            f"event -> client latency, {readers} client(s)  p50 {1000 * statistics.median(latencies):6.1f} ms   "
             f"p95 {1000 * percentile(latencies, 0.95):6.1f} ms   (target p95 <= 50 ms; {len(latencies)} deliveries)"
         )
         runs = ", ".join(f"{w:.2f}" for w in walls["in-process"])
         print(f"wall time in-process                {in_process:7.2f} s   (median of {runs})")
         runs = ", ".join(f"{w:.2f}" for w in walls["attached"])
         print(
-            f"wall time attached                  {attached:7.2f} s   (median of {runs}; {readers} clients reading, "
+            f"wall time attached                  {attached:7.2f} s   (median of {runs}; {readers} client(s) reading, "
             "1 never reading)"
         )
         print(
