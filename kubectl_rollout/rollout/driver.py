@@ -195,6 +195,15 @@ class RolloutDriver:
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
+                    if self._paused_by_switch and self._last_paused:
+                        # Cancelled while paused by this job: the workload stays paused, and says so.
+                        return RolloutResult(
+                            succeeded=False,
+                            message=f'interrupted while paused; workload "{self.name}" stays paused: resume it '
+                            f"with {next_steps.resume_workload(self.name)}",
+                            outcome=RolloutOutcome.INTERRUPTED,
+                            paused=True,
+                        )
                     return RolloutResult(
                         succeeded=False,
                         message="interrupted; the rollout continues with the next "

@@ -515,3 +515,48 @@ def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_o
     assert census.most <= 5, census.most
     assert census.fewest_ready == 4, census.fewest_ready
     assert _integrity(agent_dir, job.id) == "succeeded"
+
+
+def test_a_rollout_job_cancelled_while_paused_leaves_its_workload_paused_and_says_so(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    from kubectl_rollout.rollout.record import read
+
+    document = _workload(6, _rolling(1, 0), "2s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    census = PodCensus(cluster, namespace, "web").start()
+    scaling = None
+    try:
+        with connect(agent_dir, name="test") as agent:
+            job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        _mid_scale_up(cluster, namespace, agent_dir, job.id)
+        with connect(agent_dir, name="test") as agent:
+            assert agent.pause(job.id).paused
+        _follow(
+            agent_dir,
+            job.id,
+            until=lambda event: isinstance(event, ev.SpecChanged) and event.change is ev.SpecChange.PAUSE,
+        )
+        scaling = ReplicaSetScaling(cluster, namespace).start()
+        with connect(agent_dir, name="test") as agent:
+            assert agent.cancel(job.id).cancel_requested
+        seen = _follow(agent_dir, job.id)
+        time.sleep(3)  # whatever a driver left behind would show now
+    finally:
+        census.stop()
+        if scaling is not None:
+            scaling.stop()
+    assert scaling is not None
+    assert scaling.seen() == [], f"ReplicaSets scaled after the pause: {scaling.seen()}"
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("cancelled", 1), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.outcome, rollout_end.paused) == (ev.RolloutOutcome.INTERRUPTED, True), rollout_end
+    assert rollout_end.message == (
+        'interrupted while paused; workload "web" stays paused: resume it with kubectl rollout-plus resume web'
+    )
+    assert read(cluster, namespace, "web").spec.paused is True
+    assert census.most <= 7, census.most
+    assert census.fewest_ready == 6, census.fewest_ready
