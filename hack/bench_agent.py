@@ -385,6 +385,11 @@ def main() -> int:
             with contextlib.suppress(Exception):  # gone already
                 cluster.core.delete_node(name)
         cluster.close()
+        if agent_running(agent_paths()):
+            # A run failed: stop the agent before its directory goes (it was told to stay up for a day).
+            with contextlib.suppress(Exception), connect_agent(name="bench") as agent:
+                agent.shutdown(force=True)
+            wait_for("the agent to stop", lambda: not agent_running(agent_paths()), timeout=30)
         shutil.rmtree(agent_dir, ignore_errors=True)
         if own_cluster:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
