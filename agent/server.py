@@ -431,10 +431,14 @@ class Agent:
         if clash is not None:
             other, what = clash
             verb = "draining" if what.startswith("node/") else "driving"
+            running = self.live[other]
+            paused = (
+                f"; it is paused: go on with `{command('jobs', 'resume', other)}`" if running.paused.is_set() else ""
+            )
             raise ProtocolError(
                 ErrorCode.CONFLICT,
-                f"job {other} ({self.live[other].spec.kind.value} {self.live[other].spec.target}) is already {verb} "
-                f"{what}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
+                f"job {other} ({running.spec.kind.value} {running.spec.target}) is already {verb} "
+                f"{what}{paused}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
                 f"`{command('jobs', 'cancel', other)}` and try again",
                 {"job": other, "object": what},
             )
@@ -480,14 +484,8 @@ class Agent:
             raise ProtocolError(
                 ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
             )
-        if job.spec.rollout is not None:
-            name = job.spec.rollout.workload
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"job {info.id} drives the rollout of {name}; a rollout is paused on the workload itself: "
-                f"`{command('pause', name)}` (and `{command('resume', name)}`)",
-            )
-        if job.spec.drain is None and job.spec.restart is None:
+        # A drain or a restart starts no new eviction while paused; a rollout job pauses the workload it drives.
+        if job.spec.drain is None and job.spec.restart is None and job.spec.rollout is None:
             raise ProtocolError(ErrorCode.INVALID_PARAMS, f"job {info.id} ({info.kind}) cannot be paused")
         if job.paused.is_set() != paused:
             self.journal.set_paused(job.id, paused)

@@ -4,18 +4,25 @@ attached clients, and what running a drain in the agent costs against running it
 
 Scenario: N pods (default 1000) of 10 Deployments under PDBs (maxUnavailable 20%),
 Ready 1 s after start, on 3 kwok nodes made for the benchmark (3 more take the
-replacements). The same drain runs twice on fresh copies of the scenario: once
-in-process (`drain --in-process -o jsonl`), once attached to the agent (`drain
---agent -o jsonl`) with 2 more clients attached. Printed:
+replacements). The same drain runs on fresh, identical copies of the scenario
+(same nodes, a new namespace each time), ``--rounds`` times each way,
+alternating which goes first (in-process, attached, attached, in-process, ...):
+in-process (`drain --in-process -o jsonl`), and attached to the agent (`drain
+--agent -o jsonl`) with 2 more clients attached (``--extra-clients``) and one
+that attaches and never reads a byte (the agent drops it; it must not slow the
+job). Printed:
 
 - agent RSS idle (just started, no job) and peak (VmHWM) after the drain;
 - the journal's size after it (database + WAL);
 - latency from an event's timestamp (stamped by the job's stream when the
   engine emits it) to its line arriving at each of the 3 clients: the CLI's
   stdout, read line by line, and 2 clients of the agent's own; p50 / p95;
-- wall time attached / in-process (both include starting the CLI).
+- wall time attached / in-process (both include starting the CLI): every run,
+  the median of each side, and the ratio of the medians;
+- CPU seconds per drain: the in-process CLI's, against the agent's plus the
+  attached CLI's (the extra clients run in this script, on the same cores).
 
-    .venv/bin/python hack/bench_agent.py [--pods N] [--kubeconfig PATH]
+    .venv/bin/python hack/bench_agent.py [--pods N] [--rounds N] [--extra-clients N] [--kubeconfig PATH]
 
 Without --kubeconfig it starts its own cluster in .cluster/bench-agent and stops it.
 """
@@ -26,7 +33,9 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from kubectl_rollout.agent.client import agent_running  # noqa: E402
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths  # noqa: E402
+from kubectl_rollout.agent.settings import ENV_IDLE  # noqa: E402
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench-agent"
@@ -161,6 +171,18 @@ def rss_kib(pid: int, field: str) -> int:
     raise SystemExit(f"no {field} for pid {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's children that ended (and were waited for) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
@@ -180,7 +202,7 @@ def in_process_run(kubeconfig: Path, namespace: str, targets: list[str], env: di
 
 
 def attached_run(
-    kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]
+    kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str], *, extra_clients: int
 ) -> tuple[float, list[float], int]:
     """Wall time of the attached CLI, every client's event latencies, the number of events."""
     latencies: list[float] = []
@@ -193,6 +215,7 @@ def attached_run(
     job_id = ""
     count = 0
     others: list[threading.Thread] = []
+    stalled: socket.socket | None = None
 
     def follow(job: str) -> None:
         with connect_agent(name="bench") as agent:
@@ -207,9 +230,10 @@ def attached_run(
         count += 1
         if not job_id:
             job_id = event["job"]
-            others = [threading.Thread(target=follow, args=(job_id,)) for _ in range(2)]
+            others = [threading.Thread(target=follow, args=(job_id,)) for _ in range(extra_clients)]
             for thread in others:
                 thread.start()
+            stalled = never_reading_client(agent_paths().socket, job_id)
         stamp = time.mktime(time.strptime(event["at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
         stamp += float("0." + event["at"][20:-1])
         with lock:
@@ -218,15 +242,36 @@ def attached_run(
     elapsed = time.monotonic() - started
     for thread in others:
         thread.join()
+    if stalled is not None:
+        stalled.close()
     if code != 0:
         raise SystemExit(f"the attached drain failed with {code}")
     return elapsed, latencies, count
 
 
+def never_reading_client(socket_path: Path, job_id: str) -> socket.socket:
+    """A client that greets the agent, attaches to the job, and never reads again (its receive buffer is small)."""
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(str(socket_path))
+    hello = {"protocol": 1, "oldest": 1, "client": "never-reads"}
+    for number, (method, params) in enumerate((("hello", hello), ("attach", {"job": job_id})), start=1):
+        request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+        stalled.sendall(json.dumps(request).encode() + b"\n")
+    return stalled
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=1000, help="pods on the drained nodes (default 1000)")
-    parser.add_argument("--rounds", type=int, default=2, help="drains each way, alternating (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="drains each way, alternating (default 3)")
+    parser.add_argument(
+        "--extra-clients",
+        type=int,
+        default=2,
+        help="agent clients attached besides the CLI and the never-reading one (default 2); they run on the same "
+        "cores, so 0 measures the agent's own cost best",
+    )
     parser.add_argument("--kubeconfig", type=Path, help="use this running cluster instead of starting one")
     args = parser.parse_args()
 
@@ -246,8 +291,9 @@ def main() -> int:
     names = [f"{stem}-n{i}" for i in range(6)]
     targets, spares = names[:3], names[3:]
     agent_dir = Path(tempfile.mkdtemp(prefix="rpa-bench-", dir="/tmp"))
-    env = {**os.environ, ENV_DIR: str(agent_dir)}
-    os.environ[ENV_DIR] = str(agent_dir)
+    # One agent for the whole benchmark: in-process runs in a row leave it idle longer than its default 10 min.
+    os.environ.update({ENV_DIR: str(agent_dir), ENV_IDLE: str(24 * 3600)})
+    env = dict(os.environ)
     try:
         for name in names:
             cluster.core.create_node(node(name))
@@ -269,28 +315,43 @@ def main() -> int:
         idle = rss_kib(pid, "VmRSS")
         # In-process and attached alternate (A B B A ...), so that a cluster busier at one moment weighs on both.
         walls: dict[str, list[float]] = {"in-process": [], "attached": []}
+        #: CPU seconds per drain: the in-process CLI; the agent plus the attached CLI
+        cpus: dict[str, list[float]] = {"in-process": [], "attached": []}
         latencies: list[float] = []
         events = 0
         order = ["in-process", "attached", "attached", "in-process"] * ((args.rounds + 1) // 2)
         for index, mode in enumerate(order[: 2 * args.rounds]):
+            started = time.monotonic()
             namespace = f"{stem}-{index}"
             prepare(cluster, namespace, targets, spares, args.pods)
+            cpu_before = children_cpu_seconds() + cpu_seconds(pid)
             if mode == "in-process":
                 walls[mode].append(in_process_run(kubeconfig, namespace, targets, env))
             else:
-                elapsed, seen, events = attached_run(kubeconfig, namespace, targets, env)
+                elapsed, seen, events = attached_run(
+                    kubeconfig, namespace, targets, env, extra_clients=args.extra_clients
+                )
                 walls[mode].append(elapsed)
                 latencies.extend(seen)
+            cpus[mode].append(children_cpu_seconds() + cpu_seconds(pid) - cpu_before)
             clean(cluster, namespace, targets)
-            print(f"{mode:10s} {walls[mode][-1]:7.2f} s", flush=True)
+            print(
+                f"run {index + 1}: {mode:10s} {walls[mode][-1]:7.2f} s, CPU {cpus[mode][-1]:6.1f} s   "
+                f"(with setup and clean-up {time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
+        with connect_agent(name="bench") as agent:
+            if agent.agent["pid"] != pid:
+                raise SystemExit(f"the agent (pid {pid}) was replaced by pid {agent.agent['pid']}: figures lost")
         peak = rss_kib(pid, "VmHWM")
         paths = agent_paths()
         with connect_agent(name="bench") as agent:
             agent.shutdown()
         wait_for("the agent to stop", lambda: not agent_running(paths), timeout=30)
         journal = paths.journal.stat().st_size
-        in_process = statistics.mean(walls["in-process"])
-        attached = statistics.mean(walls["attached"])
+        dropped = paths.log.read_text().count("(never-reads): it read nothing for")
+        in_process = statistics.median(walls["in-process"])
+        attached = statistics.median(walls["attached"])
 
         print(
             f"\n== the agent: a drain of {args.pods} pods on 3 nodes, 10 Deployments under PDBs (maxUnavailable 20%) =="
@@ -301,20 +362,34 @@ def main() -> int:
             f"journal after {args.rounds} attached drains      {journal / 1024:7.1f} KiB   "
             f"({events} events each; in-process drains are not journaled)"
         )
+        readers = 1 + args.extra_clients
         print(
-            f"event -> client latency, 3 clients  p50 {1000 * statistics.median(latencies):6.1f} ms   "
+            f"event -> client latency, {readers} client(s)  p50 {1000 * statistics.median(latencies):6.1f} ms   "
             f"p95 {1000 * percentile(latencies, 0.95):6.1f} ms   (target p95 <= 50 ms; {len(latencies)} deliveries)"
         )
         runs = ", ".join(f"{w:.2f}" for w in walls["in-process"])
-        print(f"wall time in-process                {in_process:7.2f} s   (mean of {runs})")
+        print(f"wall time in-process                {in_process:7.2f} s   (median of {runs})")
         runs = ", ".join(f"{w:.2f}" for w in walls["attached"])
-        print(f"wall time attached                  {attached:7.2f} s   (mean of {runs})")
-        print(f"ratio attached / in-process         {attached / in_process:7.2f}   (target <= 1.05)")
+        print(
+            f"wall time attached                  {attached:7.2f} s   (median of {runs}; {readers} client(s) reading, "
+            "1 never reading)"
+        )
+        print(
+            f"CPU per drain (median)              in-process CLI {statistics.median(cpus['in-process']):.1f} s, "
+            f"agent + attached CLI {statistics.median(cpus['attached']):.1f} s"
+        )
+        print(f"never-reading clients dropped       {dropped} of {len(walls['attached'])}")
+        print(f"ratio of the medians                {attached / in_process:7.2f}   (target <= 1.05)")
     finally:
         for name in names:
             with contextlib.suppress(Exception):  # gone already
                 cluster.core.delete_node(name)
         cluster.close()
+        if agent_running(agent_paths()):
+            # A run failed: stop the agent before its directory goes (it was told to stay up for a day).
+            with contextlib.suppress(Exception), connect_agent(name="bench") as agent:
+                agent.shutdown(force=True)
+            wait_for("the agent to stop", lambda: not agent_running(agent_paths()), timeout=30)
         shutil.rmtree(agent_dir, ignore_errors=True)
         if own_cluster:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])

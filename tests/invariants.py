@@ -8,6 +8,7 @@ healthy as the disruption controller counts it (Ready, not being deleted).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from kubernetes import watch
@@ -160,6 +161,64 @@ class PodCensus:
                 self.error = err
 
     def stop(self) -> PodCensus:
+        self._stopping = True
+        stop_watch(self._watch)
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+class ReplicaSetScaling:
+    """Follows a namespace's ReplicaSets (list, then watch from that list's resourceVersion) and records every
+    change of a ReplicaSet's ``spec.replicas`` after the list, with when the watch delivered it.
+
+    Started after a moment the test knows (a pause made), it shows what was scaled after that moment: the
+    list is a consistent read, so a scale made before it is in the list, never among the changes.
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        self.cluster, self.namespace = cluster, namespace
+        self._replicas: dict[str, int] = {}
+        #: (monotonic time the watch delivered it, ReplicaSet, from, to)
+        self.changes: list[tuple[float, str, int, int]] = []
+        self._watch = watch.Watch()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._lock = threading.Lock()
+        self.error: BaseException | None = None
+
+    def start(self) -> ReplicaSetScaling:
+        listing = self.cluster.apps.list_namespaced_replica_set(self.namespace)
+        self._replicas = {rs.metadata.name: rs.spec.replicas for rs in listing.items}
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for event in self._watch.stream(
+                self.cluster.apps.list_namespaced_replica_set,
+                self.namespace,
+                resource_version=self._rv,
+                timeout_seconds=600,
+            ):
+                rs = event["object"]
+                before = self._replicas.get(rs.metadata.name, 0)
+                after = 0 if event["type"] == "DELETED" else rs.spec.replicas
+                self._replicas[rs.metadata.name] = after
+                if after != before:
+                    with self._lock:
+                        self.changes.append((time.monotonic(), rs.metadata.name, before, after))
+        except Exception as err:
+            if not self._stopping:
+                self.error = err
+
+    def seen(self) -> list[tuple[float, str, int, int]]:
+        with self._lock:
+            return list(self.changes)
+
+    def stop(self) -> ReplicaSetScaling:
         self._stopping = True
         stop_watch(self._watch)
         self._thread.join(10)

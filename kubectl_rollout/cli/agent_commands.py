@@ -293,18 +293,24 @@ def _pause_command(name: str, *, paused: bool) -> click.Command:
         if output == "json":
             click.echo(json.dumps(info.as_dict(), indent=2))
         elif paused:
+            what = (
+                "its workload is paused (no rollout progress; scaling still applies)"
+                if info.kind == "rollout"
+                else "no new eviction starts (those in flight go on)"
+            )
             click.echo(
-                f"job {info.id} ({info.kind} {info.target}) paused: no new eviction starts (those in flight go on); "
+                f"job {info.id} ({info.kind} {info.target}) paused: {what}; "
                 f"go on with `{command('jobs', 'resume', info.id)}`"
             )
         else:
             click.echo(f"job {info.id} ({info.kind} {info.target}) resumed")
 
     command_function.help = (
-        "Pause a running drain or restart: no new eviction starts until `jobs resume ID` (those in flight go "
-        "on, and its --timeout keeps running); a paused job stays paused if the agent restarts."
+        "Pause a running job until `jobs resume ID`. A drain or restart starts no new eviction (those in flight "
+        "go on, and its --timeout keeps running); a rollout pauses the workload it drives, as `pause NAME` does, "
+        "and waits for `jobs resume ID` instead of ending. A paused job stays paused if the agent restarts."
         if paused
-        else "Resume a paused job."
+        else "Resume a paused job (a rollout: resume its workload and drive on)."
     )
     return command_function
 

@@ -88,7 +88,8 @@ def run_job(
     crash (the agent) passes one that stays the same across its restarts, so that a resumed job recognises the
     Lease it held and goes on at once instead of waiting for it to lapse. None: a new identity per job.
 
-    ``paused``: while it is set, a drain or a restart starts no new eviction (those in flight go on).
+    ``paused``: while it is set, a drain or a restart starts no new eviction (those in flight go on), and a
+    rollout job pauses the workload it drives (no rollout progress) until it is cleared, then resumes it.
     """
     emit(
         JobStarted(
@@ -237,8 +238,7 @@ def _rollout(
     lease_holder: str | None,
     paused: threading.Event | None,
 ) -> JobResult:
-    # A rollout is paused on the workload (`pause NAME`), not as a job.
-    del paused
+    # Paused, a rollout job pauses the workload it drives (as `pause NAME` does) and waits for `jobs resume`.
     action = spec.rollout
     assert action is not None
     # Permissions first, as a drain does: a viewer learns which verbs it lacks, and nothing changes.
@@ -250,7 +250,7 @@ def _rollout(
         rollout_permissions(action, namespace),
         action=command(*_COMMAND_WORDS.get(action.kind, (str(action.kind),)), action.workload),
     )
-    finished = run_rollout_action(cluster, action, emit, cancel, lease_holder=lease_holder)
+    finished = run_rollout_action(cluster, action, emit, cancel, lease_holder=lease_holder, paused=paused)
     summary = f"workload/{finished.workload}: {finished.message}"
     return _ended(ok=finished.succeeded, cancel=cancel, summary=summary)
 

@@ -29,11 +29,19 @@ __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
 
 
 def run_rollout_action(
-    cluster: Cluster, action: RolloutAction, emit: Emit, cancel: threading.Event, *, lease_holder: str | None = None
+    cluster: Cluster,
+    action: RolloutAction,
+    emit: Emit,
+    cancel: threading.Event,
+    *,
+    lease_holder: str | None = None,
+    paused: threading.Event | None = None,
 ) -> ev.RolloutFinished:
     """Run one rollout job to its end; its last event (RolloutFinished) is also its result.
 
     ``lease_holder``: the identity the workload's Lease is held under (see ``RolloutDriver``).
+    ``paused``: the job's pause switch: while it is set, the driven workload is paused and the job waits for it
+    to be cleared, then resumes the workload and drives on (see ``RolloutDriver``).
     """
     namespace = action.namespace or cluster.namespace
     name = action.workload
@@ -47,7 +55,7 @@ def run_rollout_action(
                 message="interrupted before anything was changed",
             )
         else:
-            finished = _run(cluster, action, namespace, emit, cancel, lease_holder)
+            finished = _run(cluster, action, namespace, emit, cancel, lease_holder, paused)
     except Exception as err:
         emit(
             ev.RolloutFinished(
@@ -66,6 +74,7 @@ def _run(
     emit: Emit,
     cancel: threading.Event,
     lease_holder: str | None,
+    paused: threading.Event | None,
 ) -> ev.RolloutFinished:
     name = action.name
     kind = action.kind
@@ -74,7 +83,9 @@ def _run(
         return _finished(
             name,
             namespace,
-            follow_or_drive(cluster, namespace, name, action.drive, emit, cancel, lease_holder=lease_holder),
+            follow_or_drive(
+                cluster, namespace, name, action.drive, emit, cancel, lease_holder=lease_holder, paused=paused
+            ),
         )
     if kind is ActionKind.APPLY:
         if action.manifest is None:
@@ -100,7 +111,9 @@ def _run(
             message=f"generation {record.generation} recorded; not driven",
             paused=record.spec.paused,
         )
-    result = drive(cluster, record.namespace, record.name, action.drive, emit, cancel, lease_holder=lease_holder)
+    result = drive(
+        cluster, record.namespace, record.name, action.drive, emit, cancel, lease_holder=lease_holder, paused=paused
+    )
     return _finished(record.name, record.namespace, result)
 
 

@@ -25,10 +25,11 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
 from kubectl_rollout.jobs.views.rollout import rows_after
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
-from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout import operations, replica_sets
 from kubectl_rollout.rollout.plan import (
     Action,
     CopyAnnotations,
@@ -109,12 +110,18 @@ class RolloutDriver:
         fail_after_restarts: int = 3,
         following: str | None = None,
         lease_holder: str | None = None,
+        paused: threading.Event | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
 
         ``lease_holder``: the identity to hold the workload's Lease under (default: one of this process's own);
         an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held before a crash
         at once instead of waiting for it to lapse.
+
+        ``paused``: the job's pause switch (the agent's ``jobs pause ID``). When it is set, the driver pauses the
+        workload as ``pause NAME`` does (no rollout progress, no progress deadline; scaling still applies) and,
+        instead of ending as it does for a pause made by someone else, waits holding the Lease; when it is
+        cleared, the driver resumes the workload and drives on.
         """
         self.cluster = cluster
         self.namespace = namespace
@@ -127,8 +134,12 @@ class RolloutDriver:
         self.fail_after_restarts = fail_after_restarts
         self.following = following
         self.lease_holder = lease_holder
+        self.paused = paused
+        #: what the pause switch asked for when the driver last acted on it
+        self._paused_by_switch = False
         self._wake = threading.Event()
         self._last_message = ""
+        self._last_paused = False
         self._rolled_back_to: tuple[int, str] | None = None
         #: after a rollback, act only on a record at least this new
         self._awaited_generation = 0
@@ -138,6 +149,8 @@ class RolloutDriver:
         self._failure: _PodFailure | None = None
         #: the conditions as last reported (ConditionChanged)
         self._reported = RolloutStatus()
+        #: the ReplicaSets this driver created (and reported): each is reported once, however far a watch lags
+        self._created: set[str] = set()
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
 
@@ -182,6 +195,15 @@ class RolloutDriver:
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
+                    if self._paused_by_switch and self._last_paused:
+                        # Cancelled while paused by this job: the workload stays paused, and says so.
+                        return RolloutResult(
+                            succeeded=False,
+                            message=f'interrupted while paused; workload "{self.name}" stays paused: resume it '
+                            f"with {next_steps.resume_workload(self.name)}",
+                            outcome=RolloutOutcome.INTERRUPTED,
+                            paused=True,
+                        )
                     return RolloutResult(
                         succeeded=False,
                         message="interrupted; the rollout continues with the next "
@@ -198,6 +220,7 @@ class RolloutDriver:
                         outcome=RolloutOutcome.DELETED,
                     )
                 record = from_config_map(raw)
+                self._follow_pause_switch(record)
                 if pods is None:
                     pods = self._watch(
                         self.cluster.core.list_namespaced_pod,
@@ -217,11 +240,36 @@ class RolloutDriver:
                         message=f"timed out after {self.timeout:g}s: {self._last_message}",
                         outcome=RolloutOutcome.TIMED_OUT,
                     )
-                self._wake.wait(1.0)
+                self._wait_for_change()
         finally:
             for collection in watches:
                 collection.stop()
             lease.release()
+
+    def _wait_for_change(self) -> None:
+        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick)."""
+        if self.paused is None:
+            self._wake.wait(1.0)
+            return
+        until = time.monotonic() + 1.0
+        while time.monotonic() < until:
+            if self._wake.wait(0.1) or self.paused.is_set() != self._paused_by_switch:
+                return
+
+    def _follow_pause_switch(self, record: Record) -> None:
+        """Pause or resume the workload when the job's pause switch was flipped since the last pass."""
+        if self.paused is None or self.paused.is_set() == self._paused_by_switch:
+            return
+        wanted = self.paused.is_set()
+        self._paused_by_switch = wanted
+        if bool(record.spec.paused) == wanted:
+            return  # already so (paused by `pause NAME`, or the job resumed after a crash while paused)
+        try:
+            changed = operations.set_paused(self.cluster, self.namespace, self.name, self.emit, paused=wanted)
+        except UsageError:
+            return  # the watch had not caught up: it is already so
+        # Act on nothing older than the change: a pass on the record as it was would make progress while paused.
+        self._awaited_generation = max(self._awaited_generation, changed.record.generation)
 
     # --- one pass ---------------------------------------------------------------------
 
@@ -284,6 +332,8 @@ class RolloutDriver:
             if rolled_back is not None:
                 self._rolled_back_to = rolled_back
                 return None
+        if spec.paused and not actions and not phase.failed and self._paused_by_switch:
+            return None  # paused by this job (`jobs pause`): wait, holding the Lease, for `jobs resume`
         if spec.paused and not actions and not phase.failed:
             # No progress while paused (scaling only, done above): leave the lease for whoever resumes it.
             return RolloutResult(
@@ -322,7 +372,7 @@ class RolloutDriver:
         """Carry one action out and report it; returns the status with what the action itself records."""
         if isinstance(action, CreateReplicaSet):
             try:
-                created, collisions = replica_sets.create(
+                creation = replica_sets.create(
                     self.cluster,
                     record,
                     replicas=action.replicas,
@@ -336,19 +386,24 @@ class RolloutDriver:
                     return status
                 cond = condition(PROGRESSING, False, FAILED_RS_CREATE, str(failed), time.time())
                 return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))
+            name = creation.replica_set.metadata.name
+            if creation.already_there and name in self._created:
+                # This driver created it a pass ago and reported it then; the ReplicaSet watch lags the record's.
+                return status
+            self._created.add(name)
             self._did(
                 ev.ReplicaSetCreated(
                     workload=self.name,
-                    name=created.metadata.name,
+                    name=name,
                     revision=action.revision,
                     replicas=action.replicas,
-                    collision_count=collisions,
+                    collision_count=creation.collision_count,
                 )
             )
-            status = dataclasses.replace(status, collision_count=collisions)
+            status = dataclasses.replace(status, collision_count=creation.collision_count)
             if record.target().progress_deadline_seconds is None:
                 return status  # no deadline, no Progressing condition (HasProgressDeadline)
-            return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{created.metadata.name}"')
+            return _with_progress(status, "NewReplicaSetCreated", f'Created new replica set "{name}"')
         if isinstance(action, ScaleReplicaSet):
             replica_sets.scale(self.cluster, record, action.name, action.replicas)
             before = managed[action.name].replicas if action.name in managed else 0
@@ -575,9 +630,11 @@ class RolloutDriver:
         new_rs: str,
         acted: bool,
     ) -> None:
-        if message == self._last_message and not acted:
+        # kubectl's line does not say paused: a pause or resume is reported even when the line stays the same.
+        if message == self._last_message and not acted and record.spec.paused == self._last_paused:
             return
         self._last_message = message
+        self._last_paused = record.spec.paused
         rows = replica_sets.rows(mine, new_rs)
         for action in self._done:
             rows = rows_after(rows, action)

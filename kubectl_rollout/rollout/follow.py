@@ -40,8 +40,11 @@ def drive(
     *,
     following: str | None = None,
     lease_holder: str | None = None,
+    paused: threading.Event | None = None,
 ) -> RolloutResult:
-    """Drive the rollout to its end; LeaseHeld when another driver holds the workload."""
+    """Drive the rollout to its end; LeaseHeld when another driver holds the workload.
+
+    ``paused``: the job's pause switch (see ``RolloutDriver``)."""
     driver = RolloutDriver(
         cluster,
         namespace,
@@ -54,6 +57,7 @@ def drive(
         fail_after_restarts=options.fail_after_restarts,
         following=following,
         lease_holder=lease_holder,
+        paused=paused,
     )
     return driver.run()
 
@@ -147,8 +151,11 @@ def follow_or_drive(
     cancel: threading.Event,
     *,
     lease_holder: str | None = None,
+    paused: threading.Event | None = None,
 ) -> RolloutResult:
-    """Drive the rollout; while another driver holds the lease, follow the record's status instead."""
+    """Drive the rollout; while another driver holds the lease, follow the record's status instead.
+
+    ``paused``: the job's pause switch; it pauses the workload once this job drives it (see ``RolloutDriver``)."""
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
     follower = _Follower(cluster, namespace, name, emit, cancel)
     holder: str | None = None
@@ -156,7 +163,17 @@ def follow_or_drive(
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             remaining = dataclasses.replace(options, timeout=left)
-            return drive(cluster, namespace, name, remaining, emit, cancel, following=holder, lease_holder=lease_holder)
+            return drive(
+                cluster,
+                namespace,
+                name,
+                remaining,
+                emit,
+                cancel,
+                following=holder,
+                lease_holder=lease_holder,
+                paused=paused,
+            )
         except LeaseHeld as held:
             holder = held.holder
             emit(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -181,16 +182,23 @@ class ReplicaSetCreateFailed(Exception):
         self.name = name
 
 
-def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, collision_count: int) -> tuple[Any, int]:
-    """Create the new ReplicaSet; on a name taken by another template, count a collision and retry.
+@dataclass(frozen=True, kw_only=True)
+class Creation:
+    replica_set: Any
+    #: the collision count it was created with
+    collision_count: int
+    #: it was there already, ours: the driver's ReplicaSet watch had not delivered its own earlier create yet
+    already_there: bool
 
-    Returns the ReplicaSet and the collision count it was created with.
-    """
+
+def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, collision_count: int) -> Creation:
+    """Create the new ReplicaSet; on a name taken by another template, count a collision and retry."""
     identity = current_identity(cluster, record)
     while True:
         body = _manifest(record, replicas, revision, collision_count, identity)
         try:
-            return call_with_retry(cluster.apps.create_namespaced_replica_set, record.namespace, body), collision_count
+            created = call_with_retry(cluster.apps.create_namespaced_replica_set, record.namespace, body)
+            return Creation(replica_set=created, collision_count=collision_count, already_there=False)
         except ApiException as err:
             if err.status != 409:
                 message = _server_message(err)
@@ -201,7 +209,7 @@ def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, co
         existing = call_with_retry(cluster.apps.read_namespaced_replica_set, body["metadata"]["name"], record.namespace)
         ours = to_managed(existing).template_hash == identity and owned([existing], record)
         if ours:
-            return existing, collision_count
+            return Creation(replica_set=existing, collision_count=collision_count, already_there=True)
         collision_count += 1
 
 

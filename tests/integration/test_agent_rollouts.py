@@ -10,9 +10,11 @@ would have, and the job goes on within 3 s of the agent's restart because the ag
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import tempfile
 import time
@@ -24,12 +26,15 @@ import manifests
 import pytest
 import watching
 from integration.test_agent import _wait_gone, agent_dir, agents_of
-from invariants import PodCensus
+from invariants import PodCensus, ReplicaSetScaling
+from plugin import run_plugin
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
 from kubectl_rollout.agent.server import lease_holder_for
 from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.api import ApiUnreachable
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
@@ -307,3 +312,251 @@ def test_two_agents_one_drives_the_other_follows_and_takes_over_when_the_first_i
     assert census.fewest_ready == 6
     assert _integrity(first, driving.id) == "running"  # the first agent never ran again
     assert _integrity(second, following.id) == "succeeded"
+
+
+# --- jobs pause / jobs resume of a rollout ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("while_paused", ["nothing-else", "the-agent-is-killed-and-restarted"])
+def test_jobs_pause_pauses_the_rollout_on_its_workload_and_jobs_resume_drives_it_to_the_end(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, while_paused: str
+) -> None:
+    """ "the-agent-is-killed-and-restarted": SIGKILL while paused; the resumed job finds the workload paused
+    by it and stays paused (no scaling, still watched), neither pausing it again nor resuming it."""
+    from kubectl_rollout.jobs.events.job import JobPaused, JobResumed
+    from kubectl_rollout.rollout.record import read
+
+    # maxSurge 1, maxUnavailable 0, 6 replicas, Ready after 2 s: a step every ~2 s, ~12 s in all unpaused.
+    document = _workload(6, _rolling(1, 0), "2s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    census = PodCensus(cluster, namespace, "web").start()
+    scaling = None
+    try:
+        with connect(agent_dir, name="test") as agent:
+            job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        _mid_scale_up(cluster, namespace, agent_dir, job.id)
+        paused = run_plugin("jobs", "pause", job.id)
+        assert paused.returncode == 0, paused.stderr
+        assert paused.stdout.strip() == (
+            f"job {job.id} (rollout workload/web) paused: its workload is paused (no rollout progress; scaling still "
+            f"applies); go on with `kubectl rollout-plus jobs resume {job.id}`"
+        )
+        # The job pauses the workload (its own SpecChanged), as `pause web` would.
+        _follow(
+            agent_dir,
+            job.id,
+            until=lambda event: isinstance(event, ev.SpecChanged) and event.change is ev.SpecChange.PAUSE,
+        )
+        assert read(cluster, namespace, "web").spec.paused is True
+        # From here on, every change of a ReplicaSet's size is recorded; none may come until the resume.
+        scaling = ReplicaSetScaling(cluster, namespace).start()
+        listed = cluster.apps.list_namespaced_replica_set(namespace).items
+        new_size = next(rs.spec.replicas for rs in listed if _is_v2(rs))
+        assert new_size < 6, f"the rollout finished before the pause: the new ReplicaSet has {new_size}"
+        time.sleep(8)  # four of the 2 s steps the rollout would have made unpaused
+        if while_paused == "the-agent-is-killed-and-restarted":
+            with connect(agent_dir, name="test") as agent:
+                pid = agent.agent["pid"]
+            os.kill(pid, signal.SIGKILL)
+            assert _wait_gone(pid, 10)
+            assert _integrity(agent_dir, job.id) == "running"
+            with connect(agent_dir, name="test") as agent:
+                assert agent.agent["pid"] != pid
+            _follow(agent_dir, job.id, until=lambda event: isinstance(event, JobStarted) and event.resumed)
+            time.sleep(4)  # the resumed job's passes, on a paused workload
+        with connect(agent_dir, name="test") as agent:
+            info = agent.show(job.id)
+            assert (info.state, info.paused) == ("running", True), info
+            # `resume web` as a second job is refused, pointing at the paused job.
+            resume = JobSpec(
+                kind=JobKind.ROLLOUT,
+                connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+                rollout=RolloutAction(kind=ActionKind.RESUME, name="web"),
+            )
+            with pytest.raises(ProtocolError) as refused:
+                agent.submit(resume)
+            assert refused.value.code == ErrorCode.CONFLICT
+            assert f"it is paused: go on with `kubectl rollout-plus jobs resume {job.id}`" in refused.value.message
+            resumed_at = time.monotonic()
+            assert not agent.resume(job.id).paused
+        seen = _follow(agent_dir, job.id)
+    finally:
+        census.stop()
+        if scaling is not None:
+            scaling.stop()
+    assert scaling is not None
+    scaled_while_paused = [change for change in scaling.seen() if change[0] < resumed_at]
+    assert scaled_while_paused == [], f"ReplicaSets scaled while the rollout was paused: {scaled_while_paused}"
+    after = [change for change in scaling.seen() if change[0] >= resumed_at]
+    assert after, "nothing was scaled after the resume"
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.outcome, rollout_end.paused) == (ev.RolloutOutcome.COMPLETE, False), rollout_end
+    # The job reported the pause, and the rollout's own view said paused meanwhile.
+    kinds = [type(e.event) for e in seen]
+    assert kinds.index(JobPaused) < kinds.index(JobResumed)
+    changes = [e.event.change for e in seen if isinstance(e.event, ev.SpecChanged)]
+    assert changes == [ev.SpecChange.APPLY, ev.SpecChange.PAUSE, ev.SpecChange.RESUME], changes
+    runs = [e.event.resumed for e in seen if isinstance(e.event, JobStarted)]
+    assert runs == ([False, True] if while_paused == "the-agent-is-killed-and-restarted" else [False]), runs
+    paused_reports = [
+        e.event for e in seen[kinds.index(JobPaused) :] if isinstance(e.event, ev.RolloutProgressed) and e.event.paused
+    ]
+    assert paused_reports, "no progress report said paused"
+    # One new ReplicaSet; the rollout's bounds held throughout.
+    created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
+    assert created == [2], created
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 6, V2)]
+    assert read(cluster, namespace, "web").spec.paused is False
+    assert census.most <= 7, census.most
+    assert census.fewest_ready == 6, census.fewest_ready
+    with connect(agent_dir, name="test") as agent:
+        assert agent.show(job.id).paused is False
+
+
+# --- SIGKILL before the rollout's SpecChanged ----------------------------------------------------------------
+
+
+def _record_generation(cluster: Cluster, namespace: str) -> int:
+    return int(cluster.core.read_namespaced_config_map("rollout-plus.web", namespace).data["generation"])
+
+
+def _journaled(paths: AgentPaths, job_id: str, event_type: str) -> int:
+    with sqlite3.connect(paths.journal) as db:
+        (count,) = db.execute("SELECT count(*) FROM events WHERE job = ? AND type = ?", (job_id, event_type)).fetchone()
+    return int(count)
+
+
+def _unreachable_copy(kubeconfig: Path, copy_path: Path, port: int) -> None:
+    """The kubeconfig as it is, but every server at a loopback port where nothing listens."""
+    document = json.loads(kubeconfig.read_text())
+    for entry in document["clusters"]:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    copy_path.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("point", ["before-the-record-is-written", "right-after-the-record-is-written"])
+def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_on_resume(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, point: str
+) -> None:
+    """The agent dies before the job's SpecChanged is in its journal: the resumed job runs its command again
+    (not `status -w`, which would follow the old generation to a false "complete"), and the change is still
+    made once.
+
+    "before-the-record-is-written": the job's kubeconfig names a loopback port where nothing listens (a port
+    this test holds bound, never listening), so its first API call is refused and the job waits out the
+    outage (ApiUnreachable): the record cannot have been written when the agent is killed. The kubeconfig
+    is then pointed back at the API server, and the restarted agent reads it again as it resumes the job.
+
+    "right-after-the-record-is-written": the agent is killed the moment a watch sees the record's new
+    generation; whether the job's SpecChanged made it to the journal first is a race, reported, and the
+    outcome must be the same either way.
+    """
+    document = _workload(4, _rolling(1, 0), "1s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    assert _record_generation(cluster, namespace) == 1
+    job_kubeconfig = tmp_path / "kubeconfig"
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))  # bound, never listening: a connection to it is refused
+    if point == "before-the-record-is-written":
+        _unreachable_copy(kubeconfig, job_kubeconfig, holder.getsockname()[1])
+    else:
+        shutil.copyfile(kubeconfig, job_kubeconfig)
+    census = PodCensus(cluster, namespace, "web").start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(_apply_spec(job_kubeconfig, namespace, _with_image(document, V2)))
+        if point == "before-the-record-is-written":
+            _follow(agent_dir, job.id, until=lambda event: isinstance(event, ApiUnreachable))
+        else:
+            watching.until(
+                cluster.core.list_namespaced_config_map,
+                lambda cm: cm.metadata.name == "rollout-plus.web" and cm.data["generation"] == "2",
+                namespace=namespace,
+                timeout=60,
+                what="the record's generation 2",
+            )
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        spec_changed_before_kill = _journaled(agent_dir, job.id, "SpecChanged")
+        if point == "before-the-record-is-written":
+            assert spec_changed_before_kill == 0
+            assert _record_generation(cluster, namespace) == 1, "the record changed while the server was unreachable"
+            shutil.copyfile(kubeconfig, job_kubeconfig)
+        print(f"\n{point}: SpecChanged was {'' if spec_changed_before_kill else 'not '}journaled before the kill")
+        assert _integrity(agent_dir, job.id) == "running"
+        with connect(agent_dir, name="test") as agent:
+            assert agent.agent["pid"] != pid
+        seen = _follow(agent_dir, job.id)
+    finally:
+        census.stop()
+        holder.close()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.succeeded, rollout_end.outcome) == (True, ev.RolloutOutcome.COMPLETE), rollout_end
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
+    assert [e.event.resumed for e in seen if isinstance(e.event, JobStarted)] == [False, True]
+    # Journaled once whichever way the race went: by the first run, or by the command run again.
+    changed = [e.event for e in seen if isinstance(e.event, ev.SpecChanged)]
+    assert len(changed) == 1, changed
+    assert changed[0].generation == 2, changed[0]
+    # The change was made once: generation 2, one new ReplicaSet, the old one scaled to nothing.
+    assert _record_generation(cluster, namespace) == 2
+    created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
+    assert created == [2], [(e.seq, e.type) for e in seen]
+    assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 4, V2)]
+    assert census.most <= 5, census.most
+    assert census.fewest_ready == 4, census.fewest_ready
+    assert _integrity(agent_dir, job.id) == "succeeded"
+
+
+def test_a_rollout_job_cancelled_while_paused_leaves_its_workload_paused_and_says_so(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    from kubectl_rollout.rollout.record import read
+
+    document = _workload(6, _rolling(1, 0), "2s")
+    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    census = PodCensus(cluster, namespace, "web").start()
+    scaling = None
+    try:
+        with connect(agent_dir, name="test") as agent:
+            job = agent.submit(_apply_spec(kubeconfig, namespace, _with_image(document, V2)))
+        _mid_scale_up(cluster, namespace, agent_dir, job.id)
+        with connect(agent_dir, name="test") as agent:
+            assert agent.pause(job.id).paused
+        _follow(
+            agent_dir,
+            job.id,
+            until=lambda event: isinstance(event, ev.SpecChanged) and event.change is ev.SpecChange.PAUSE,
+        )
+        scaling = ReplicaSetScaling(cluster, namespace).start()
+        with connect(agent_dir, name="test") as agent:
+            assert agent.cancel(job.id).cancel_requested
+        seen = _follow(agent_dir, job.id)
+        time.sleep(3)  # whatever a driver left behind would show now
+    finally:
+        census.stop()
+        if scaling is not None:
+            scaling.stop()
+    assert scaling is not None
+    assert scaling.seen() == [], f"ReplicaSets scaled after the pause: {scaling.seen()}"
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("cancelled", 1), finished
+    rollout_end = next(e.event for e in reversed(seen) if isinstance(e.event, ev.RolloutFinished))
+    assert isinstance(rollout_end, ev.RolloutFinished)
+    assert (rollout_end.outcome, rollout_end.paused) == (ev.RolloutOutcome.INTERRUPTED, True), rollout_end
+    assert rollout_end.message == (
+        'interrupted while paused; workload "web" stays paused: resume it with kubectl rollout-plus resume web'
+    )
+    assert read(cluster, namespace, "web").spec.paused is True
+    assert census.most <= 7, census.most
+    assert census.fewest_ready == 6, census.fewest_ready
