@@ -1,4 +1,5 @@
-"""Talking to the agent: connect (starting it if needed), hello, then submit, list, show, attach, cancel.
+"""Talking to the agent: connect (starting it if needed), hello, then submit, list, show, attach, cancel,
+and the cluster methods of ``cluster_calls`` (``run``).
 
 Standard library and ``jobs`` only (the TUI imports this module).
 
@@ -23,9 +24,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import kubectl_rollout
+from kubectl_rollout.agent.cluster_calls import Call
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import (
@@ -50,6 +52,8 @@ from kubectl_rollout.jobs.spec import JobSpec
 START_TIMEOUT = 20.0
 #: sees every line sent (">") and received ("<"), for tests and debugging
 Trace = Callable[[str, bytes], None]
+
+T = TypeVar("T")
 
 _NOT_LISTENING = (errno.ENOENT, errno.ECONNREFUSED, errno.ECONNRESET)
 
@@ -147,6 +151,10 @@ class AgentClient:
     def shutdown(self, *, force: bool = False) -> dict[str, Any]:
         result: dict[str, Any] = self.call(Method.SHUTDOWN, force=force)
         return result
+
+    def run(self, call: Call[T]) -> T:
+        """One of ``cluster_calls``' requests (``nodes``, ``plan``, ``cordon``, ``workloads``, ...), its answer read."""
+        return call.parse(self.call(call.method, **call.params))
 
     def attach(self, job_id: str, *, from_seq: int = 1, follow: bool = True) -> Iterator[Envelope]:
         """The job's events from ``from_seq`` on, then (``follow``) live until its last.

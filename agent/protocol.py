@@ -36,6 +36,8 @@ class ErrorCode(enum.IntEnum):
     SHUTTING_DOWN = -32004
     JOBS_RUNNING = -32005
     JOB_FINISHED = -32006
+    #: the cluster refused a cluster method, or has no such object; nothing was changed
+    CLUSTER_ERROR = -32007
 
 
 class Method(enum.StrEnum):
@@ -48,6 +50,14 @@ class Method(enum.StrEnum):
     PAUSE = "pause"
     RESUME = "resume"
     SHUTDOWN = "shutdown"
+    # the cluster, for the TUI's Nodes and Workloads screens (cluster_calls.py)
+    NODES = "nodes"
+    PLAN = "plan"
+    CORDON = "cordon"
+    UNCORDON = "uncordon"
+    WORKLOADS = "workloads"
+    HISTORY = "history"
+    ABORT = "abort"
 
 
 class Notice(enum.StrEnum):

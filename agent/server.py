@@ -37,6 +37,13 @@ import time
 from typing import Any
 
 from kubectl_rollout import __version__
+from kubectl_rollout.agent.cluster_methods import (
+    CLUSTER_METHODS,
+    ClusterMethods,
+    connection_of,
+    namespace_of,
+    workload_claim,
+)
 from kubectl_rollout.agent.conflicts import claims, conflict, node_claim
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.journal import Journal
@@ -155,6 +162,7 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._force_exit = False
         self.lease_holder = lease_holder_for(paths)
+        self.cluster_methods = ClusterMethods()
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -182,6 +190,7 @@ class Agent:
             socket_path.unlink(missing_ok=True)
             for connection in list(self.clients):
                 connection.writer.transport.abort()
+        self.cluster_methods.close()
         if self.live:
             log.info(
                 "stopping with %d job(s) running (%s); they resume when the agent starts again",
@@ -358,7 +367,10 @@ class Agent:
                         streams.add(task)
                         task.add_done_callback(streams.discard)
                         continue
-                    result = self._call(connection, message)
+                    if message.method in CLUSTER_METHODS:
+                        result = await self._cluster_call(message)
+                    else:
+                        result = self._call(connection, message)
                     greeted = greeted or message.method == Method.HELLO
                     connection.write(encode(Response(message.id, result=result)))
                 except ProtocolError as err:
@@ -393,6 +405,8 @@ class Agent:
             return self._pause(params, paused=request.method == Method.PAUSE)
         if request.method == Method.SHUTDOWN:
             return self._shutdown(params)
+        if request.method == Method.ABORT:
+            return self._abort(params)
         raise ProtocolError(
             ErrorCode.METHOD_NOT_FOUND, f"no method {request.method!r}; the agent knows {', '.join(Method)}"
         )
@@ -498,6 +512,45 @@ class Agent:
             job.stream.emit(JobPaused(by=f"jobs {word}") if paused else JobResumed(by=f"jobs {word}"))
             log.info("job %s: %s", job.id, "paused" if paused else "resumed")
         return self._info(params).as_dict()
+
+    # --- the cluster (cluster_methods) ----------------------------------------------------
+
+    def _claims(self) -> dict[str, str]:
+        """What the running jobs drive: claim → job id."""
+        return {claim: job.id for job in self.live.values() for claim in job.claims}
+
+    async def _cluster_call(self, request: Request) -> Any:
+        """A cluster method, answered from a worker thread: the loop goes on serving job streams meanwhile."""
+        held = self._claims()
+        if request.method == Method.UNCORDON:
+            connection = connection_of(request.params)
+            node = str(request.params.get("node", ""))
+            other = held.get(node_claim(connection.context, node))
+            if other is not None:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    f"job {other} is draining node/{node}; uncordoning it now would let pods back while they are "
+                    f"evicted. Cancel the drain first (`{command('jobs', 'cancel', other)}`); nothing was changed",
+                    {"job": other, "object": f"node/{node}"},
+                )
+        return await asyncio.to_thread(self.cluster_methods.handle, request.method, request.params, held)
+
+    def _abort(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Cancel the job that drives a managed workload's rollout: it stops after its current step."""
+        connection = connection_of(params)
+        name = str(params.get("workload") or "")
+        if not name:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, "workload is required: the name of the managed workload")
+        namespace = namespace_of(params, connection)
+        job_id = self._claims().get(workload_claim(connection, namespace, "workload", name))
+        if job_id is None:
+            raise ProtocolError(
+                ErrorCode.NO_SUCH_JOB,
+                f'no job of this agent drives the rollout of workload/{name} in namespace "{namespace}"; nothing was '
+                f"cancelled. A rollout driven from a terminal (`{command('status', name, '-w')}`) stops with Ctrl-C "
+                "there; a paused or finished one has nothing to abort",
+            )
+        return self._cancel({"job": job_id})
 
     def _shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.live and not params.get("force"):

@@ -1,0 +1,151 @@
+"""The cluster as the agent's ``nodes``, ``workloads`` and ``history`` methods describe it: plain rows.
+
+Pure data with a JSON form (``as_dict`` / ``from_dict``), standard library and
+``jobs`` only, so that the TUI may read them through the agent's client. A
+client ignores fields it does not know (a newer agent may add some).
+``node_verdict`` folds a node's pre-flight drain plan into the one verdict a
+table shows.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
+from kubectl_rollout.jobs.events.drain import NodePlan, Verdict
+
+
+class NodeVerdict(enum.StrEnum):
+    """What a drain of the node would do now, as its plan says."""
+
+    #: not planned (``nodes`` without ``plan``)
+    UNKNOWN = ""
+    #: every pod it would remove can go now (or there is none)
+    EVICT = "evict"
+    #: at least one pod waits for a PodDisruptionBudget
+    BLOCKED = "blocked"
+    #: the drain would refuse the node (kubectl's "cannot delete ...", several PDBs on a pod)
+    ERROR = "error"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeRow:
+    name: str
+    cordoned: bool
+    #: the node's Ready condition is True
+    ready: bool
+    #: pods bound to the node, finished ones included (as ``kubectl get pods --field-selector spec.nodeName``)
+    pods: int
+    verdict: NodeVerdict = NodeVerdict.UNKNOWN
+    #: the verdict for a person: "evict 3 pods", "blocked by PDB shop/web (healthy 2, needs 2)", the error
+    detail: str = ""
+    #: the PDBs that block it now, "namespace/name"
+    blocking: tuple[str, ...] = ()
+    #: the agent job that drains it now ("" when none)
+    drained_by: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(encode_value(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeRow:
+        row: NodeRow = decode_dataclass(cls, data)
+        return row
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConditionRow:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class WorkloadKind(enum.StrEnum):
+    #: a managed workload (its record is the ConfigMap rollout-plus.NAME): every rollout action applies
+    MANAGED = "workload"
+    #: a Deployment the server's controller drives: only a restart by eviction applies
+    DEPLOYMENT = "deployment"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadRow:
+    kind: WorkloadKind
+    namespace: str
+    name: str
+    #: the newest revision (0: none yet)
+    revision: int = 0
+    #: desired replicas
+    replicas: int = 0
+    updated: int = 0
+    ready: int = 0
+    available: int = 0
+    paused: bool = False
+    #: where the rollout stands (a ``RolloutPhase`` value for a managed workload; Complete / Progressing /
+    #: DeadlineExceeded for a Deployment)
+    phase: str = ""
+    #: kubectl rollout status' line
+    message: str = ""
+    conditions: tuple[ConditionRow, ...] = ()
+    #: "container=image", in the template's order
+    images: tuple[str, ...] = ()
+    #: the agent job that drives its rollout (or restarts it) now ("" when none)
+    driven_by: str = ""
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind.value}/{self.name}"
+
+    @property
+    def containers(self) -> tuple[str, ...]:
+        return tuple(image.partition("=")[0] for image in self.images)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(encode_value(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkloadRow:
+        row: WorkloadRow = decode_dataclass(cls, data)
+        return row
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionRow:
+    number: int
+    replica_set: str
+    #: kubernetes.io/change-cause, "" when the manifest set none
+    change_cause: str = ""
+    #: "container=image" of the revision's pod template
+    images: tuple[str, ...] = field(default_factory=tuple)
+    #: the revision the workload runs (or rolls out to) now
+    current: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(encode_value(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RevisionRow:
+        row: RevisionRow = decode_dataclass(cls, data)
+        return row
+
+
+def node_verdict(plan: NodePlan) -> tuple[NodeVerdict, str, tuple[str, ...]]:
+    """(verdict, its line for a person, the blocking PDBs) of one node's plan: an error beats a block."""
+    errors = list(plan.errors) + [p.reason for p in plan.pods if p.verdict is Verdict.ERROR]
+    if errors:
+        return NodeVerdict.ERROR, "; ".join(dict.fromkeys(errors)), ()
+    blocked = [p for p in plan.pods if p.verdict is Verdict.BLOCKED]
+    removed = [p for p in plan.pods if p.verdict in (Verdict.EVICT, Verdict.DELETE, Verdict.BLOCKED)]
+    if blocked:
+        pdbs = tuple(dict.fromkeys(pdb for p in blocked for pdb in p.pdbs[:1]))
+        reason = blocked[0].reason
+        counts = reason[reason.find("(healthy") : reason.find(")") + 1] if "(healthy" in reason else ""
+        first = f"blocked by PDB {pdbs[0]}" + (f" {counts}" if counts else "")
+        more = f" and {len(pdbs) - 1} more" if len(pdbs) > 1 else ""
+        return NodeVerdict.BLOCKED, f"{first}{more}: {len(blocked)} of {len(removed)} pods wait", pdbs
+    if not removed:
+        return NodeVerdict.EVICT, "nothing to evict", ()
+    verb = "delete" if any(p.verdict is Verdict.DELETE for p in removed) else "evict"
+    return NodeVerdict.EVICT, f"{verb} {len(removed)} pod{'s' if len(removed) != 1 else ''}", ()
