@@ -92,7 +92,8 @@ def apply_managed(agent: AgentClient, connection: Connection, document: dict[str
     )
     job = agent.submit(spec)
     finished = _follow(agent, job.id)[-1].event
-    assert isinstance(finished, JobFinished) and finished.exit_code == 0, finished
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
 
 
 # --- nodes and plans -------------------------------------------------------------------------------------------
@@ -143,7 +144,8 @@ def test_a_node_with_an_unreplicated_pod_gets_the_error_verdict(
             cluster_calls.nodes(_connection(kubeconfig, namespace), selector=_pool(namespace), plan=True)
         )
     assert row.verdict is NodeVerdict.ERROR
-    assert "cannot delete" in row.detail and f"{namespace}/lonely" in row.detail
+    assert "cannot delete" in row.detail
+    assert f"{namespace}/lonely" in row.detail
 
 
 def test_plan_lists_every_pod_with_its_verdict_and_an_unknown_node_is_named(
@@ -159,7 +161,8 @@ def test_plan_lists_every_pod_with_its_verdict_and_an_unknown_node_is_named(
             agent.run(cluster_calls.plan(connection, [node, "no-such-node"]))
 
     (node_plan,) = planned.nodes
-    assert node_plan.node == node and not node_plan.cordoned
+    assert node_plan.node == node
+    assert not node_plan.cordoned
     assert sorted((p.pod.name.startswith("web-"), p.verdict, p.pdbs) for p in node_plan.pods) == [
         (True, Verdict.EVICT, (f"{namespace}/web",)),
         (True, Verdict.EVICT, (f"{namespace}/web",)),
@@ -179,7 +182,8 @@ def test_cordon_and_uncordon_change_the_node_and_an_unknown_node_changes_nothing
     connection = _connection(kubeconfig, namespace)
     with connect(name="test") as agent:
         cordoned = agent.run(cluster_calls.cordon(connection, node, cordoned=True))
-        assert cordoned.name == node and cordoned.cordoned
+        assert cordoned.name == node
+        assert cordoned.cordoned
         assert cluster.core.read_node(node).spec.unschedulable is True
         assert not cluster.core.read_node(other).spec.unschedulable
 
@@ -221,7 +225,8 @@ def test_uncordon_is_refused_while_a_drain_job_drains_the_node(
         with connect(name="test") as follower:
             _follow(follower, job.id, until=lambda e: isinstance(e, NodeCordoned))
         (row,) = agent.run(cluster_calls.nodes(connection, selector=_pool(namespace)))
-        assert row.cordoned and row.drained_by == job.id
+        assert row.cordoned
+        assert row.drained_by == job.id
         with pytest.raises(ProtocolError) as caught:
             agent.run(cluster_calls.cordon(connection, node, cordoned=False))
         assert caught.value.code == ErrorCode.CONFLICT
@@ -326,10 +331,13 @@ def test_abort_cancels_the_job_that_drives_the_rollout_and_nothing_else(
         assert web.driven_by == job.id
 
         aborted = agent.run(cluster_calls.abort(connection, "web"))
-        assert aborted.id == job.id and aborted.cancel_requested
+        assert aborted.id == job.id
+        assert aborted.cancel_requested
         finished = _follow(agent, job.id)[-1].event
-    assert isinstance(finished, JobFinished) and finished.state is JobState.CANCELLED
+    assert isinstance(finished, JobFinished)
+    assert finished.state is JobState.CANCELLED
     # The rollout stopped part-way: the new revision is not complete, and no job drives it.
     with connect(name="test") as agent:
         (web,) = agent.run(cluster_calls.workloads(connection))
-    assert web.driven_by == "" and web.revision == 2
+    assert web.driven_by == ""
+    assert web.revision == 2

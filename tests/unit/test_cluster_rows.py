@@ -100,7 +100,8 @@ def test_rows_survive_their_json_form_and_ignore_unknown_fields() -> None:
     for row in (node, workload, revision):
         wire = json.loads(json.dumps({**row.as_dict(), "added_by_a_newer_agent": 1}))
         assert type(row).from_dict(wire) == row
-    assert workload.target == "workload/web" and workload.containers == ("app",)
+    assert workload.target == "workload/web"
+    assert workload.containers == ("app",)
 
 
 def test_a_call_carries_its_params_as_json_and_reads_its_answer() -> None:
