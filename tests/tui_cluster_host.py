@@ -1,0 +1,50 @@
+"""A tiny app that hosts one cluster screen of the TUI against a real agent, for Pilot and snapshot tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
+from textual.pilot import Pilot
+from textual.screen import Screen
+
+from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.protocol import JobInfo
+from kubectl_rollout.tui.agent_calls import ThreadedCalls
+from kubectl_rollout.tui.cluster_messages import JobSubmitted
+from kubectl_rollout.tui.cluster_scope import ClusterScope
+
+
+class ScreenHost(App[None]):
+    """Shows the screen ``make(link, scope)`` builds; records the jobs it submits."""
+
+    def __init__(self, make: Callable[[ThreadedCalls, ClusterScope], Screen[Any]], scope: ClusterScope) -> None:
+        super().__init__()
+        self.link = ThreadedCalls(lambda: connect(name="tui-test"))
+        self.scope = scope
+        self.make = make
+        self.submitted: list[JobSubmitted] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(self.make(self.link, self.scope))
+
+    def on_job_submitted(self, message: JobSubmitted) -> None:
+        self.submitted.append(message)
+
+    @property
+    def jobs(self) -> list[JobInfo]:
+        return [message.job for message in self.submitted]
+
+    def on_unmount(self) -> None:
+        self.link.close()
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], object], *, timeout: float = 60, what: str = "") -> None:
+    """Let the app run until ``check()`` is true (the agent and the cluster answer in their own time)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or check}")
+        await pilot.pause(0.05)
