@@ -46,5 +46,8 @@ async def until(pilot: Pilot[Any], check: Callable[[], object], *, timeout: floa
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what or check}")
+            said = getattr(pilot.app.screen, "status_text", "")
+            raise AssertionError(
+                f"timed out after {timeout:.0f} s waiting for {what or check}; the screen says {said!r}"
+            )
         await pilot.pause(0.05)

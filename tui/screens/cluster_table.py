@@ -59,6 +59,9 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         #: how many refreshes have completed (tests wait on it)
         self.loads = 0
         self._refresh_failed = False
+        #: what the status line says after the table's summary
+        self.status_text = ""
+        self._status_error = False
 
     # --- what a screen says ----------------------------------------------------------------------
 
@@ -84,7 +87,7 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         yield DataTable(cursor_type="row", zebra_stripes=True)
         yield Static("", classes="detail", markup=False)
         yield Input(placeholder="filter (escape clears)", id="filter")
-        yield Static("loading...", classes="status", markup=False)
+        yield Static("loading...", classes="status", markup=False)  # the summary replaces it
         yield Footer()
 
     def on_mount(self) -> None:
@@ -110,9 +113,15 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         return self.rows.get(key) if key is not None else None
 
     def say(self, text: str, *, error: bool = False) -> None:
+        """Tell the person what just happened (an error in red); it stays until the next thing to say."""
+        self.status_text = text
+        self._status_error = error
+        self._show_status()
+
+    def _show_status(self) -> None:
         status = self.query_one(".status", Static)
-        status.update(text)
-        status.set_class(error, "-error")
+        status.update(" · ".join(part for part in (self.summary(), self.status_text) if part))
+        status.set_class(self._status_error, "-error")
 
     def _shown(self, cells: tuple[Cell, ...]) -> bool:
         if not self.filter_text:
@@ -180,12 +189,16 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
             return
         self.show(rows)
         self.loads += 1
-        if self._refresh_failed or not self.query_one(".status", Static).has_class("-error"):
+        if self._refresh_failed:  # the agent answers again: its error is over
             self._refresh_failed = False
-            self.say(self.summary())
+            self.say("")
+        else:
+            self._show_status()
 
     def summary(self) -> str:
-        """The status line after a refresh."""
+        """The table's part of the status line."""
+        if not self.loads:
+            return "loading..."
         shown = len(self._cells)
         total = len(self.rows)
         return f"{shown} of {total} shown (filter: {self.filter_text})" if self.filter_text else f"{total} in all"
@@ -201,7 +214,7 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         if event.input.id == "filter":
             self.filter_text = event.value.strip()
             self.show(list(self.rows.values()))
-            self.say(self.summary())
+            self._show_status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -214,7 +227,7 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         self.filter_text = ""
         self.table.focus()
         self.show(list(self.rows.values()))
-        self.say(self.summary())
+        self._show_status()
 
     # --- actions ---------------------------------------------------------------------------------
 
