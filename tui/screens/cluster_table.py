@@ -38,7 +38,8 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
     ClusterTableScreen #filter { display: none; height: 1; border: none; padding: 0 1; }
     ClusterTableScreen #filter.-shown { display: block; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
+    #: every table's keys; a screen lists its own actions first, then these (its BINDINGS)
+    TABLE_BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("g", "refresh", "Refresh"),

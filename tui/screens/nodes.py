@@ -47,7 +47,7 @@ class NodesScreen(ClusterTableScreen[NodeRow]):
         Binding("c", "cordon", "Cordon"),
         Binding("u", "uncordon", "Uncordon"),
         Binding("d", "drain", "Drain"),
-        *ClusterTableScreen.BINDINGS,
+        *ClusterTableScreen.TABLE_BINDINGS,
     ]
     COLUMNS = (("NODE", "node"), ("STATUS", "status"), ("PODS", "pods"), ("DRAIN", "drain"), ("JOB", "job"))
     CHANGES = frozenset({"cordon", "uncordon", "drain"})

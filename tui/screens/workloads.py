@@ -52,7 +52,7 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
         Binding("r", "restart", "Restart"),
         Binding("i", "set_image", "Image"),
         Binding("a", "abort", "Abort"),
-        *ClusterTableScreen.BINDINGS,
+        *ClusterTableScreen.TABLE_BINDINGS,
     ]
     COLUMNS = (
         ("KIND", "kind"),

@@ -35,6 +35,7 @@ class DrainPlanDialog(ModalScreen[bool]):
     DrainPlanDialog .title { text-style: bold; }
     DrainPlanDialog DataTable { height: 1fr; }
     DrainPlanDialog .errors { color: $error; }
+    DrainPlanDialog .why { height: auto; max-height: 4; }
     DrainPlanDialog .keys { color: $text-muted; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,6 +60,7 @@ class DrainPlanDialog(ModalScreen[bool]):
         with Vertical():
             yield Static(f"Drain node {plan.node}? ({state}; {summary})", classes="title", markup=False)
             yield DataTable(cursor_type="row", zebra_stripes=True)
+            yield Static("", classes="why", markup=False)
             if plan.errors:
                 yield Static("\n".join(plan.errors), classes="errors", markup=False)
             if plan.warnings:
@@ -72,6 +74,13 @@ class DrainPlanDialog(ModalScreen[bool]):
         for pod in self.plan.pods:
             verdict = Text(pod.verdict.value, style=VERDICT_STYLE[pod.verdict])
             table.add_row(f"{pod.pod.namespace}/{pod.pod.name}", verdict, pod.reason or ", ".join(pod.pdbs))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        pod = self.plan.pods[event.cursor_row] if event.cursor_row < len(self.plan.pods) else None
+        why = "" if pod is None else f"{pod.pod.name}: {pod.reason or pod.verdict.value}"
+        if pod is not None and pod.pdbs:
+            why += f" (PodDisruptionBudget {', '.join(pod.pdbs)})" if pod.pdbs[0] not in why else ""
+        self.query_one(".why", Static).update(why)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         refused = action == "answer" and parameters == (True,) and not self.drainable
