@@ -341,3 +341,19 @@ def test_abort_cancels_the_job_that_drives_the_rollout_and_nothing_else(
         (web,) = agent.run(cluster_calls.workloads(connection))
     assert web.driven_by == ""
     assert web.revision == 2
+
+
+def test_a_context_without_permission_gets_a_clear_error_and_the_node_stays(
+    agent_dir: Any, cluster: Cluster, kubeconfig: Path, namespace: str, dedicated_nodes: Any
+) -> None:
+    (node,) = dedicated_nodes(1)
+    viewer = Connection(kubeconfig=(str(kubeconfig),), context="rollout-plus-viewer", namespace=namespace)
+    with connect(name="test") as agent:
+        with pytest.raises(ProtocolError) as caught:
+            agent.run(cluster_calls.cordon(viewer, node, cordoned=True))
+        workloads = agent.run(cluster_calls.workloads(viewer))
+    assert caught.value.code == ErrorCode.CLUSTER_ERROR
+    assert 'User "viewer" cannot get resource "nodes"' in caught.value.message
+    assert "use a context with this permission" in caught.value.message
+    assert not cluster.core.read_node(node).spec.unschedulable
+    assert workloads == []  # the viewer may read workloads: there are none in the namespace
