@@ -18,17 +18,18 @@ from kubectl_rollout.tui.cluster_scope import ClusterScope
 
 
 class ScreenHost(App[None]):
-    """Shows the screen ``make(link, scope)`` builds; records the jobs it submits."""
+    """Shows the screen ``make()`` builds, which takes the agent link and its scope from the app (as the TUI's
+    own app provides them: ``cluster_link``, ``cluster_scope``); records the jobs it submits."""
 
-    def __init__(self, make: Callable[[ThreadedCalls, ClusterScope], Screen[Any]], scope: ClusterScope) -> None:
+    def __init__(self, make: Callable[[], Screen[Any]], scope: ClusterScope) -> None:
         super().__init__()
-        self.link = ThreadedCalls(lambda: connect(name="tui-test"))
-        self.scope = scope
+        self.cluster_link = ThreadedCalls(lambda: connect(name="tui-test"))
+        self.cluster_scope = scope
         self.make = make
         self.submitted: list[JobSubmitted] = []
 
     def on_mount(self) -> None:
-        self.push_screen(self.make(self.link, self.scope))
+        self.push_screen(self.make())
 
     def on_job_submitted(self, message: JobSubmitted) -> None:
         self.submitted.append(message)
@@ -38,7 +39,7 @@ class ScreenHost(App[None]):
         return [message.job for message in self.submitted]
 
     def on_unmount(self) -> None:
-        self.link.close()
+        self.cluster_link.close()
 
 
 async def until(pilot: Pilot[Any], check: Callable[[], object], *, timeout: float = 60, what: str = "") -> None:

@@ -1,17 +1,17 @@
 """Running the agent's cluster calls (``agent.cluster_calls``) from Textual's event loop.
 
-The screens only need ``CallRunner.run(call)``. ``ThreadedCalls`` does it
-with the synchronous ``AgentClient`` in a worker thread, one call at a time
-on one connection (the client is not thread-safe); an asyncio link to the
-agent satisfies the same protocol by sending ``call.method`` and
-``call.params`` and returning ``call.parse(result)``.
+The screens only need ``CallRunner.run(call)``. ``CallsOver`` does it over
+any asyncio connection to the agent that has ``call(method, **params)`` (the
+app's own); ``ThreadedCalls`` with the synchronous ``AgentClient`` in a
+worker thread, one call at a time on one connection (that client is not
+thread-safe).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kubectl_rollout.agent.client import AgentClient
 from kubectl_rollout.agent.cluster_calls import Call
@@ -23,6 +23,20 @@ T = TypeVar("T")
 
 class CallRunner(Protocol):
     async def run(self, call: Call[T]) -> T: ...
+
+
+class MethodCaller(Protocol):
+    async def call(self, method: str, **params: Any) -> Any: ...
+
+
+class CallsOver:
+    """A ``CallRunner`` over an asyncio connection to the agent."""
+
+    def __init__(self, caller: MethodCaller) -> None:
+        self._caller = caller
+
+    async def run(self, call: Call[T]) -> T:
+        return call.parse(await self._caller.call(call.method.value, **call.params))
 
 
 class ThreadedCalls:

@@ -9,6 +9,7 @@ keeps the rows whose text contains it; Escape clears it. Errors from the agent
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -49,10 +50,14 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
     #: the actions that change something: hidden (and refused) with --readonly
     CHANGES: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, link: CallRunner, scope: ClusterScope, *, name: str | None = None) -> None:
+    def __init__(
+        self, link: CallRunner | None = None, scope: ClusterScope | None = None, *, name: str | None = None
+    ) -> None:
+        """``link`` and ``scope``: None takes the app's (``cluster_link``, ``cluster_scope``), as when the app
+        makes the screen for one of its modes."""
         super().__init__(name=name)
-        self.link = link
-        self.scope = scope
+        self._link = link
+        self._scope = scope
         self.rows: dict[str, Row] = {}
         #: what each shown row's cells are now, to update only those that change
         self._cells: dict[str, tuple[Cell, ...]] = {}
@@ -63,6 +68,27 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         #: what the status line says after the table's summary
         self.status_text = ""
         self._status_error = False
+
+    @property
+    def link(self) -> CallRunner:
+        if self._link is None:
+            self._link = self._from_app("cluster_link")
+        return self._link
+
+    @property
+    def scope(self) -> ClusterScope:
+        if self._scope is None:
+            scope: ClusterScope = self._from_app("cluster_scope")
+            if getattr(self.app, "readonly", False) and not scope.readonly:
+                scope = dataclasses.replace(scope, readonly=True)
+            self._scope = scope
+        return self._scope
+
+    def _from_app(self, attribute: str) -> Any:
+        value = getattr(self.app, attribute, None)
+        if value is None:
+            raise RuntimeError(f"{type(self).__name__} needs the app's {attribute} (or one passed in)")
+        return value
 
     # --- what a screen says ----------------------------------------------------------------------
 
