@@ -50,7 +50,9 @@ def _ready(node: Any) -> bool:
 
 
 def _pod_counts(cluster: Cluster) -> Counter[str]:
-    pods = call_with_retry(cluster.core.list_pod_for_all_namespaces)
+    # resourceVersion "0": from the API server's watch cache, not etcd; a table refreshed every few seconds
+    # needs no stronger read.
+    pods = call_with_retry(cluster.core.list_pod_for_all_namespaces, resource_version="0")
     return Counter(pod.spec.node_name for pod in pods.items if pod.spec and pod.spec.node_name)
 
 
@@ -83,12 +85,10 @@ def read_nodes(
 
 
 def read_node(cluster: Cluster, name: str) -> NodeRow:
-    rows = read_nodes(cluster, selector=f"kubernetes.io/hostname={name}")
-    found = [row for row in rows if row.name == name]
-    if found:
-        return found[0]
-    node = DrainEngine(cluster, DrainOptions(), _ignore).resolve_nodes([name], "")[0]  # 404: says so
-    return NodeRow(name=name, cordoned=is_cordoned(node), ready=_ready(node), pods=_pod_counts(cluster)[name])
+    """One node, unplanned; an unknown node fails with the drain's words (nothing was changed)."""
+    node = DrainEngine(cluster, DrainOptions(), _ignore).resolve_nodes([name], "")[0]
+    pods = call_with_retry(cluster.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={name}")
+    return NodeRow(name=name, cordoned=is_cordoned(node), ready=_ready(node), pods=len(pods.items))
 
 
 def plan_drain(

@@ -117,8 +117,12 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
         self.post_message(JobSubmitted(job, open_it=False))
         self.action_refresh()
 
-    def _rollout(self, row: WorkloadRow, kind: ActionKind, **fields: object) -> JobSpec:
-        action = RolloutAction(kind=kind, name=row.name, namespace=row.namespace, **fields)  # type: ignore[arg-type]
+    def _rollout(
+        self, row: WorkloadRow, kind: ActionKind, *, to_revision: int = 0, images: tuple[ContainerImage, ...] = ()
+    ) -> JobSpec:
+        action = RolloutAction(
+            kind=kind, name=row.name, namespace=row.namespace, to_revision=to_revision, images=images
+        )
         return JobSpec(kind=JobKind.ROLLOUT, connection=self.scope.connection, rollout=action)
 
     async def _confirmed(self, question: str, *, yes: str, detail: str = "") -> bool:
