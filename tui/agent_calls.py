@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kubectl_rollout.agent.client import AgentClient
 from kubectl_rollout.agent.cluster_calls import Call
@@ -25,6 +25,7 @@ class CallRunner(Protocol):
     async def run(self, call: Call[T]) -> T: ...
 
 
+@runtime_checkable
 class MethodCaller(Protocol):
     async def call(self, method: str, **params: Any) -> Any: ...
 
@@ -37,6 +38,22 @@ class CallsOver:
 
     async def run(self, call: Call[T]) -> T:
         return call.parse(await self._caller.call(call.method.value, **call.params))
+
+
+class SourceCalls:
+    """A ``CallRunner`` over the app's connection to the agent, whenever it is there (it connects after the
+    first paint); a source that is no agent (a recording) has no cluster to ask."""
+
+    def __init__(self, source: Callable[[], object | None]) -> None:
+        self._source = source
+
+    async def run(self, call: Call[T]) -> T:
+        source = self._source()
+        if source is None:
+            raise AgentError("not connected to the agent (yet): the screen tries again at its next refresh (g)")
+        if not isinstance(source, MethodCaller):
+            raise AgentError("these jobs come from a recording (--replay): there is no cluster to show")
+        return await CallsOver(source).run(call)
 
 
 class ThreadedCalls:

@@ -25,6 +25,9 @@ from textual.css.query import NoMatches
 from kubectl_rollout.agent.async_client import Lagged
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.events.job import JobFinished, JobState
+from kubectl_rollout.tui.agent_calls import SourceCalls
+from kubectl_rollout.tui.cluster_messages import JobSubmitted
+from kubectl_rollout.tui.cluster_scope import ClusterScope
 from kubectl_rollout.tui.commands import ActionsProvider
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.job_store import JobStore
@@ -67,7 +70,9 @@ class RolloutPlusApp(App[None]):
         clock: Clock = time.time,
         flush_interval: float = FLUSH_INTERVAL,
         list_interval: float = LIST_INTERVAL,
+        cluster: ClusterScope | None = None,
     ) -> None:
+        """``cluster``: what the Nodes and Workloads screens show (None: they say there is no cluster)."""
         super().__init__()
         for top in TOP_SCREENS:
             self.add_mode(top.mode, top.load())
@@ -84,6 +89,9 @@ class RolloutPlusApp(App[None]):
         self._followed: set[str] = set()
         self._listed_once = False
         self.sub_title = "read-only" if readonly else ""
+        #: the Nodes and Workloads screens' cluster, and their way to the agent's cluster methods
+        self.cluster_scope = cluster
+        self.cluster_link = SourceCalls(lambda: self.source)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -173,6 +181,13 @@ class RolloutPlusApp(App[None]):
         info = self.store.infos.get(job_id)
         kind = info.kind if info is not None else self.store.view(job_id).kind
         self.push_screen(job_screen_class(kind)(job_id))
+
+    def on_job_submitted(self, message: JobSubmitted) -> None:
+        """A cluster screen started a job: follow it, and open it when the person wants to watch it (a drain)."""
+        if message.open_it:
+            self.open_job(message.job.id)
+        else:
+            self.follow(message.job.id)
 
     # --- flushing --------------------------------------------------------------------------
 

@@ -242,7 +242,8 @@ def drain(
       kubectl rollout-plus drain -l pool=blue --node-batch=2 --ignore-daemonsets
       kubectl rollout-plus drain node-1 --plan -o json
     """
-    from kubectl_rollout.cli.job_commands import connection_of, run_job_command
+    from kubectl_rollout.cli.job_commands import run_job_command
+    from kubectl_rollout.cli.options import connection_of
     from kubectl_rollout.jobs.events.eviction import DryRun
     from kubectl_rollout.jobs.spec import DrainJob, DrainOptions, JobKind, JobSpec
 

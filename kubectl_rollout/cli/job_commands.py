@@ -10,12 +10,11 @@ the exit code is the job's.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,12 +22,12 @@ from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.cli.interruptible import run_interruptibly
 from kubectl_rollout.cli.job_options import tui_requested, wants_agent
-from kubectl_rollout.cli.options import Failure, settings_from
+from kubectl_rollout.cli.options import Failure
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.next_steps import command
-from kubectl_rollout.jobs.spec import Connection, JobResult, JobSpec
+from kubectl_rollout.jobs.spec import JobResult, JobSpec
 from kubectl_rollout.kube.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,20 +41,6 @@ Sink = Callable[[Envelope], None]
 CANCEL_WINDOW = 3.0
 #: the exit code of a run that stopped following its job (the shell's for SIGINT)
 EXIT_DETACHED = 130
-
-
-def connection_of(ctx: click.Context, cluster: Cluster, flags: dict[str, Any]) -> Connection:
-    """The job's cluster as the flags resolved it: absolute kubeconfig paths, the context and namespace used."""
-    from kubectl_rollout.kube.cluster_access import kubeconfig_paths
-
-    settings = settings_from(ctx, **flags)
-    paths = [p for p in kubeconfig_paths(settings.kubeconfig, os.environ) if p.is_file()]
-    return Connection(
-        kubeconfig=tuple(str(p.resolve()) for p in paths),
-        context=cluster.context,
-        namespace=cluster.namespace,
-        request_timeout=settings.request_timeout,
-    )
 
 
 def run_job_command(
@@ -88,7 +73,7 @@ def run_job_command(
         close()
         from kubectl_rollout.cli.tui_command import open_tui
 
-        open_tui(open_job=info.id)
+        open_tui(open_job=info.id, cluster=spec.connection)
         return
     if detach or wants_agent(use_agent):
         try:

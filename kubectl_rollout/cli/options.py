@@ -7,12 +7,14 @@ Nothing here imports the kubernetes client at import time: ``--help``, ``version
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UserFacingError
 
@@ -119,3 +121,17 @@ def open_cluster(ctx: click.Context, **flags: Any) -> Cluster:
     cluster = connect(settings_from(ctx, **flags))
     ctx.call_on_close(cluster.close)
     return cluster
+
+
+def connection_of(ctx: click.Context, cluster: Cluster, flags: dict[str, Any]) -> Connection:
+    """The job's cluster as the flags resolved it: absolute kubeconfig paths, the context and namespace used."""
+    from kubectl_rollout.kube.cluster_access import kubeconfig_paths
+
+    settings = settings_from(ctx, **flags)
+    paths = [p for p in kubeconfig_paths(settings.kubeconfig, os.environ) if p.is_file()]
+    return Connection(
+        kubeconfig=tuple(str(p.resolve()) for p in paths),
+        context=cluster.context,
+        namespace=cluster.namespace,
+        request_timeout=settings.request_timeout,
+    )

@@ -31,8 +31,9 @@ def restart_by_eviction(
     """Replace the pods of an unmanaged workload one at a time through the Eviction API."""
     # Imported here, not above: the engine imports the kubernetes client, the
     # rest the event classes, which `restart --help` and TAB do without.
-    from kubectl_rollout.cli.job_commands import Sink, connection_of, run_job_command
+    from kubectl_rollout.cli.job_commands import Sink, run_job_command
     from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
+    from kubectl_rollout.cli.options import connection_of
     from kubectl_rollout.cli.restart_output import restart_printer
     from kubectl_rollout.jobs.events.eviction import DryRun
     from kubectl_rollout.jobs.spec import JobKind, JobSpec, RestartJob

@@ -112,7 +112,8 @@ def _run_job(
 
     ``use_agent``: False runs it here (pause: it ends at once); None lets the terminal decide (``wants_agent``).
     """
-    from kubectl_rollout.cli.job_commands import connection_of, run_job_command
+    from kubectl_rollout.cli.job_commands import run_job_command
+    from kubectl_rollout.cli.options import connection_of
     from kubectl_rollout.jobs.spec import JobKind, JobSpec
 
     spec = JobSpec(kind=JobKind.ROLLOUT, connection=connection_of(ctx, cluster, flags), rollout=action)

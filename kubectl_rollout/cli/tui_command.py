@@ -3,28 +3,56 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kubectl_rollout.cli.options import Failure
+from kubectl_rollout.cli.options import Failure, connection_of, global_options, open_cluster
+from kubectl_rollout.jobs.spec import Connection
 
 
-def open_tui(*, open_job: str | None = None, readonly: bool = False, replay: tuple[Path, ...] = ()) -> None:
-    """Run the TUI until the user leaves it; the jobs go on in the agent."""
+def open_tui(
+    *,
+    open_job: str | None = None,
+    readonly: bool = False,
+    replay: tuple[Path, ...] = (),
+    cluster: Connection | None = None,
+    node_selector: str = "",
+) -> None:
+    """Run the TUI until the user leaves it; the jobs go on in the agent.
+
+    ``cluster``: the cluster its Nodes and Workloads screens show (None: they say there is none).
+    """
     from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect, recording_connect
+    from kubectl_rollout.tui.cluster_scope import ClusterScope
 
     try:
         connect = recording_connect(list(replay)) if replay else agent_connect()
     except ValueError as err:
         raise Failure(str(err), 2) from err
-    app = RolloutPlusApp(connect, readonly=readonly or bool(replay), open_job=open_job)
+    scope = None
+    if cluster is not None and not replay:
+        scope = ClusterScope(connection=cluster, node_selector=node_selector, readonly=readonly)
+    app = RolloutPlusApp(connect, readonly=readonly or bool(replay), open_job=open_job, cluster=scope)
     app.run()
     if app.return_code:
         raise Failure("the TUI stopped with an error (see above)", app.return_code)
 
 
 @click.command("tui")
-@click.option("--readonly", is_flag=True, help="Show every job and hide every action (cancel, pause, resume).")
+@click.option(
+    "--readonly",
+    is_flag=True,
+    help="Show everything and hide every action (cancel, pause, resume, cordon, drain, rollout changes).",
+)
+@click.option(
+    "-l",
+    "--selector",
+    "node_selector",
+    default="",
+    metavar="SELECTOR",
+    help="The Nodes screen shows the nodes this label selector selects (default: every node).",
+)
 @click.option("--job", "job_id", metavar="ID", help="Open on this job's screen instead of the job list.")
 @click.option(
     "--replay",
@@ -33,13 +61,26 @@ def open_tui(*, open_job: str | None = None, readonly: bool = False, replay: tup
     metavar="FILE",
     help="Show the jobs recorded in FILE (-o jsonl or `jobs logs ID -o jsonl`) instead of the agent's; read-only.",
 )
-def tui(readonly: bool, job_id: str | None, replay: tuple[Path, ...]) -> None:
+@global_options
+@click.pass_context
+def tui(
+    ctx: click.Context,
+    /,
+    readonly: bool,
+    node_selector: str,
+    job_id: str | None,
+    replay: tuple[Path, ...],
+    **flags: Any,
+) -> None:
     """Watch and steer the agent's jobs live in a terminal UI (drains, rollouts, restarts).
 
     \b
-    Screens: Jobs (every job of the agent; Enter opens one), a drain's nodes,
-    pods and the PodDisruptionBudgets that block them, a rollout's revisions,
-    ReplicaSets and conditions. Keys are in the footer and under ?; Ctrl+P
+    Screens: Jobs (1: every job of the agent; Enter opens one), a drain's
+    nodes, pods and the PodDisruptionBudgets that block them, a rollout's
+    revisions, ReplicaSets and conditions; Nodes (2: cordon, uncordon, a
+    drain's plan, then the drain) and Workloads (3: of the namespace, -n;
+    pause, resume, undo, restart, set image, abort) of the cluster the
+    connection flags name. Keys are in the footer and under ?; Ctrl+P
     lists every action. q leaves the TUI and detaches: jobs go on in the agent.
 
     \b
@@ -49,4 +90,8 @@ def tui(readonly: bool, job_id: str | None, replay: tuple[Path, ...]) -> None:
       kubectl rollout-plus drain node-a --tui
       kubectl rollout-plus tui --replay drain.jsonl
     """
-    open_tui(open_job=job_id, readonly=readonly, replay=replay)
+    cluster = None
+    if not replay:
+        # Reads the kubeconfig (no request): the screens then name the cluster as a job spec does.
+        cluster = connection_of(ctx, open_cluster(ctx, **flags), flags)
+    open_tui(open_job=job_id, readonly=readonly, replay=replay, cluster=cluster, node_selector=node_selector)

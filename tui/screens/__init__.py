@@ -29,7 +29,11 @@ class TopScreen:
         return getattr(importlib.import_module(module), name)
 
 
-TOP_SCREENS: tuple[TopScreen, ...] = (TopScreen("jobs", "1", "Jobs", f"{_SCREENS}.jobs:JobsScreen"),)
+TOP_SCREENS: tuple[TopScreen, ...] = (
+    TopScreen("jobs", "1", "Jobs", f"{_SCREENS}.jobs:JobsScreen"),
+    TopScreen("nodes", "2", "Nodes", f"{_SCREENS}.nodes:NodesScreen"),
+    TopScreen("workloads", "3", "Workloads", f"{_SCREENS}.workloads:WorkloadsScreen"),
+)
 
 #: the screen that shows a job of each kind, by JobStarted.kind
 JOB_SCREENS: dict[str, str] = {

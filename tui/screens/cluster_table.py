@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.tui.agent_calls import CallRunner
 from kubectl_rollout.tui.cluster_scope import ClusterScope
 
@@ -58,6 +59,8 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         super().__init__(name=name)
         self._link = link
         self._scope = scope
+        #: why there is no cluster to show ("" : there is one)
+        self.no_cluster = ""
         self.rows: dict[str, Row] = {}
         #: what each shown row's cells are now, to update only those that change
         self._cells: dict[str, tuple[Cell, ...]] = {}
@@ -78,7 +81,11 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
     @property
     def scope(self) -> ClusterScope:
         if self._scope is None:
-            scope: ClusterScope = self._from_app("cluster_scope")
+            scope: ClusterScope | None = getattr(self.app, "cluster_scope", None)
+            if scope is None:
+                # A TUI opened on recordings: nothing to show, nothing to change.
+                self.no_cluster = "no cluster: the TUI shows recorded jobs (--replay)"
+                scope = ClusterScope(connection=Connection(), readonly=True, refresh_every=0)
             if getattr(self.app, "readonly", False) and not scope.readonly:
                 scope = dataclasses.replace(scope, readonly=True)
             self._scope = scope
@@ -208,6 +215,9 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
 
     @work(exclusive=True, group="refresh")
     async def action_refresh(self) -> None:
+        if self.no_cluster:
+            self.say(self.no_cluster, error=True)
+            return
         try:
             rows = await self.load()
         except AgentError as err:
