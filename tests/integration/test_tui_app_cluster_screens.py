@@ -11,7 +11,6 @@ from cluster_setup import deploy
 from integration.test_agent import agent_dir
 from integration.test_agent_cluster import _pool
 from rich.text import Text
-from textual.widgets import DataTable
 from tui_cluster_host import until
 
 from kubectl_rollout.jobs.spec import Connection
@@ -22,6 +21,7 @@ from kubectl_rollout.tui.screens.drain import DrainScreen
 from kubectl_rollout.tui.screens.nodes import NodesScreen
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
 from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
+from kubectl_rollout.tui.widgets.live_table import LiveTable
 
 __all__ = ["agent_dir"]
 
@@ -36,7 +36,7 @@ def _app(kubeconfig: Path, namespace: str, *, readonly: bool = False) -> Rollout
 
 
 def _cells(screen: Any, key: str) -> list[str]:
-    row = screen.query_one(DataTable).get_row(key)
+    row = screen.query_one(LiveTable).get_row(key)
     return [cell.plain if isinstance(cell, Text) else str(cell) for cell in row]
 
 

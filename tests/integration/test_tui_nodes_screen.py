@@ -16,7 +16,6 @@ from cluster_setup import deploy
 from integration.test_agent import agent_dir
 from integration.test_agent_cluster import _pdb, _pool
 from rich.text import Text
-from textual.widgets import DataTable
 from tui_cluster_host import ScreenHost, until
 
 from kubectl_rollout.agent.client import connect
@@ -24,9 +23,10 @@ from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.cluster_scope import ClusterScope
+from kubectl_rollout.tui.screens.confirm import ConfirmScreen
 from kubectl_rollout.tui.screens.nodes import NodesScreen
-from kubectl_rollout.tui.widgets.confirm_dialog import ConfirmDialog
 from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
+from kubectl_rollout.tui.widgets.live_table import LiveTable
 
 __all__ = ["agent_dir"]
 
@@ -44,7 +44,7 @@ def _host(kubeconfig: Path, namespace: str, *, readonly: bool = False) -> Screen
 
 
 def _cell(app: ScreenHost, node: str, column: str) -> str:
-    value = app.screen.query_one(DataTable).get_cell(node, column)
+    value = app.screen.query_one(LiveTable).get_cell(node, column)
     return value.plain if isinstance(value, Text) else str(value)
 
 
@@ -72,13 +72,13 @@ def test_the_table_shows_pods_cordoned_state_and_the_drain_verdict(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await _loaded(pilot, app)
-            assert [_cell(app, blocked, c) for c in ("status", "pods", "drain", "job")] == [
+            assert [_cell(app, blocked, c) for c in ("STATUS", "PODS", "DRAIN", "JOB")] == [
                 "Ready",
                 "2",
                 f"blocked by PDB {namespace}/web (healthy 2, needs 2): 2 of 2 pods wait",
                 "-",
             ]
-            assert [_cell(app, free, c) for c in ("status", "pods", "drain")] == [
+            assert [_cell(app, free, c) for c in ("STATUS", "PODS", "DRAIN")] == [
                 "Ready,SchedulingDisabled",
                 "1",
                 "evict 1 pod",
@@ -100,23 +100,23 @@ def test_c_asks_then_cordons_and_u_uncordons_and_no_changes_nothing(
             assert screen.check_action("uncordon", ()) is None  # greyed out: not cordoned
 
             await pilot.press("c")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirmation")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             await pilot.press("n")
             await until(pilot, lambda: app.screen is screen, what="the dialog to close")
             assert not _cordoned(cluster, node)
 
             await pilot.press("c")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirmation")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             await pilot.press("y")
-            await until(pilot, lambda: _cell(app, node, "status") == "Ready,SchedulingDisabled", what="cordoned")
+            await until(pilot, lambda: _cell(app, node, "STATUS") == "Ready,SchedulingDisabled", what="cordoned")
             assert _cordoned(cluster, node)
             assert screen.check_action("cordon", ()) is None
             assert screen.check_action("uncordon", ()) is True
 
             await pilot.press("u")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirmation")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             await pilot.press("y")
-            await until(pilot, lambda: _cell(app, node, "status") == "Ready", what="uncordoned")
+            await until(pilot, lambda: _cell(app, node, "STATUS") == "Ready", what="uncordoned")
             assert not _cordoned(cluster, node)
         assert app.jobs == []  # cordon is no job
 
@@ -139,7 +139,7 @@ def test_d_shows_the_plan_and_starts_the_drain_as_an_agent_job_once_confirmed(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             screen = await _loaded(pilot, app)
-            screen.table.move_cursor(row=screen.table.get_row_index(node))
+            screen.table.move_cursor(row=screen.table.row_keys.index(node))
 
             await pilot.press("d")
             await until(pilot, lambda: isinstance(app.screen, DrainPlanDialog), what="the plan")
@@ -169,8 +169,8 @@ def test_d_shows_the_plan_and_starts_the_drain_as_an_agent_job_once_confirmed(
             assert [p.metadata.name for p in pods if not p.metadata.deletion_timestamp] == []
 
             await pilot.press("g")
-            await until(pilot, lambda: _cell(app, node, "pods") == "0", what="the drained node")
-            assert _cell(app, node, "status") == "Ready,SchedulingDisabled"
+            await until(pilot, lambda: _cell(app, node, "PODS") == "0", what="the drained node")
+            assert _cell(app, node, "STATUS") == "Ready,SchedulingDisabled"
             assert spare
 
     asyncio.run(scenario())
@@ -213,9 +213,9 @@ def test_slash_filters_the_table_and_escape_clears_it(
             assert screen.table.row_count == 3
             await pilot.press("slash", *second[-2:])
             await until(pilot, lambda: screen.table.row_count == 1, what="the filter")
-            assert _cell(app, second, "node") == second
+            assert _cell(app, second, "NODE") == second
             await pilot.press("escape")
             await until(pilot, lambda: screen.table.row_count == 3, what="the filter cleared")
-            assert [r.key.value for r in screen.table.ordered_rows] == [first, second, third]
+            assert screen.table.row_keys == [first, second, third]
 
     asyncio.run(scenario())

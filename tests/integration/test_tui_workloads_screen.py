@@ -15,7 +15,7 @@ from cluster_setup import deploy
 from integration.test_agent import agent_dir
 from integration.test_agent_cluster import apply_managed, managed_workload
 from rich.text import Text
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 from tui_cluster_host import ScreenHost, until
 
 from kubectl_rollout.agent import cluster_calls
@@ -27,9 +27,10 @@ from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.record import read
 from kubectl_rollout.tui.cluster_scope import ClusterScope
+from kubectl_rollout.tui.screens.confirm import ConfirmScreen
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
-from kubectl_rollout.tui.widgets.confirm_dialog import ConfirmDialog
 from kubectl_rollout.tui.widgets.image_form import ImageForm
+from kubectl_rollout.tui.widgets.live_table import LiveTable
 from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog
 
 __all__ = ["agent_dir"]
@@ -49,7 +50,7 @@ def _host(kubeconfig: Path, namespace: str, *, readonly: bool = False) -> Screen
 
 
 def _cell(app: ScreenHost, key: str, column: str) -> str:
-    value = app.screen.query_one(DataTable).get_cell(key, column)
+    value = app.screen.query_one(LiveTable).get_cell(key, column)
     return value.plain if isinstance(value, Text) else str(value)
 
 
@@ -72,12 +73,12 @@ async def _loaded(pilot: Any, app: ScreenHost) -> WorkloadsScreen:
 
 
 async def _select(pilot: Any, screen: WorkloadsScreen, key: str) -> None:
-    screen.table.move_cursor(row=screen.table.get_row_index(key))
+    screen.table.move_cursor(row=screen.table.row_keys.index(key))
     await pilot.pause()
 
 
 async def _confirm(pilot: Any, app: ScreenHost, answer: str) -> None:
-    await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirmation")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
     await pilot.press(answer)
 
 
@@ -97,8 +98,8 @@ def test_the_table_shows_rollout_state_and_greys_out_what_does_not_apply(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             screen = await _loaded(pilot, app)
-            assert [r.key.value for r in screen.table.ordered_rows] == ["deployment/api", "workload/web"]
-            columns = ("kind", "revision", "ready", "updated", "available", "state", "job")
+            assert screen.table.row_keys == ["deployment/api", "workload/web"]
+            columns = ("KIND", "REV", "READY", "UP-TO-DATE", "AVAILABLE", "STATE", "JOB")
             assert [_cell(app, "workload/web", c) for c in columns] == [
                 "workload",
                 "1",
@@ -150,7 +151,7 @@ def test_p_pauses_and_resumes_the_workload_through_agent_jobs(
             assert _finished(app.jobs[0]).state is JobState.SUCCEEDED
             assert read(cluster, namespace, "web").spec.paused is True
             await pilot.press("g")
-            await until(pilot, lambda: _row(app, "workload/web", "state", "job") == ["Paused", "-"], what="Paused")
+            await until(pilot, lambda: _row(app, "workload/web", "STATE", "JOB") == ["Paused", "-"], what="Paused")
 
             await pilot.press("p")
             await until(pilot, lambda: len(app.jobs) == 2, what="the resume job")
@@ -186,7 +187,7 @@ def test_i_sets_the_image_from_a_form_and_u_undoes_to_a_chosen_revision(
             assert image() == V2
 
             await pilot.press("g")
-            await until(pilot, lambda: _row(app, "workload/web", "revision", "job") == ["2", "-"], what="revision 2")
+            await until(pilot, lambda: _row(app, "workload/web", "REV", "JOB") == ["2", "-"], what="revision 2")
             await pilot.press("u")
             await until(pilot, lambda: isinstance(app.screen, RevisionDialog), what="the revisions")
             dialog = app.screen
@@ -271,7 +272,7 @@ def test_a_aborts_the_rollout_a_job_drives_after_confirming(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             screen = await _loaded(pilot, app)
-            assert _cell(app, "workload/web", "job") == rollout.id
+            assert _cell(app, "workload/web", "JOB") == rollout.id
             assert {a: screen.check_action(a, ()) for a in ACTIONS} == {
                 "pause": None, "undo": None, "restart": None, "set_image": None, "abort": True,
             }  # fmt: skip
@@ -286,7 +287,7 @@ def test_a_aborts_the_rollout_a_job_drives_after_confirming(
             await until(pilot, lambda: screen.status_text.startswith(f"job {rollout.id} cancelled"), what="abort")
             assert _finished(rollout).state is JobState.CANCELLED  # cooperatively, after its current step
             await pilot.press("g")
-            await until(pilot, lambda: _cell(app, "workload/web", "job") == "-", what="no job drives it")
+            await until(pilot, lambda: _cell(app, "workload/web", "JOB") == "-", what="no job drives it")
             assert screen.check_action("abort", ()) is None
         assert app.jobs == []
         assert read(cluster, namespace, "web").generation == 2  # the change stays recorded; nothing undone

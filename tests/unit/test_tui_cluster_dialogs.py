@@ -16,7 +16,6 @@ from kubectl_rollout.agent.cluster_rows import RevisionRow
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import NodePlan, PodPlan, Verdict
 from kubectl_rollout.jobs.events.rollout import ContainerImage
-from kubectl_rollout.tui.widgets.confirm_dialog import ConfirmDialog
 from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
 from kubectl_rollout.tui.widgets.image_form import ImageForm
 from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog
@@ -55,11 +54,6 @@ def _keys(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
         await pilot.press(*keys)
 
     return press
-
-
-@pytest.mark.parametrize(("keys", "answer"), [(("y",), True), (("n",), False), (("escape",), False)])
-def test_confirm_dialog(keys: tuple[str, ...], answer: bool) -> None:
-    assert _drive(ConfirmDialog("Cordon node n1?", yes="cordon"), _keys(*keys)) is answer
 
 
 def _plan(*pods: PodPlan, errors: tuple[str, ...] = ()) -> NodePlan:

@@ -12,8 +12,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from kubectl_rollout.tui.screens.live_screen import LiveScreen
-
 
 def _key_name(screen: Screen[object], key: str) -> str:
     return screen.app.get_key_display(Binding(key, ""))
@@ -47,7 +45,7 @@ class HelpScreen(ModalScreen[None]):
         self._under = under
 
     def compose(self) -> ComposeResult:
-        about = self._under.HELP_TEXT if isinstance(self._under, LiveScreen) else ""
+        about = str(getattr(self._under, "HELP_TEXT", ""))
         with VerticalScroll(id="help"):
             yield Static(Text(f"{self._under.title or self.app.title}", style="bold"), id="help-title")
             if about:

@@ -22,9 +22,9 @@ from kubectl_rollout.agent.cluster_rows import NodeRow, NodeVerdict
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.spec import DrainJob, JobKind, JobSpec
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
-from kubectl_rollout.tui.screens.cluster_table import Cell, ClusterTableScreen
-from kubectl_rollout.tui.widgets.confirm_dialog import ConfirmDialog
+from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen
 from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
+from kubectl_rollout.tui.widgets.live_table import Cell
 
 VERDICT_STYLE = {
     NodeVerdict.UNKNOWN: "dim",
@@ -49,7 +49,13 @@ class NodesScreen(ClusterTableScreen[NodeRow]):
         Binding("d", "drain", "Drain"),
         *ClusterTableScreen.TABLE_BINDINGS,
     ]
-    COLUMNS = (("NODE", "node"), ("STATUS", "status"), ("PODS", "pods"), ("DRAIN", "drain"), ("JOB", "job"))
+    TITLE = "Nodes"
+    COLUMNS = ("NODE", "STATUS", "PODS", "DRAIN", "JOB")
+    HELP_TEXT = (
+        "The cluster's nodes with their pods and the drain engine's verdict now: evict N pods, blocked by a "
+        "PodDisruptionBudget (healthy/needed), or the error that would stop the drain. d shows the plan pod by "
+        "pod and, once confirmed, drains the node as an agent job; leaving the TUI never stops it."
+    )
     CHANGES = frozenset({"cordon", "uncordon", "drain"})
 
     def heading(self) -> str:
@@ -107,8 +113,7 @@ class NodesScreen(ClusterTableScreen[NodeRow]):
             if cordoned
             else f"Uncordon node {row.name}? New pods may be placed there again."
         )
-        if not await self.app.push_screen_wait(ConfirmDialog(question, yes=verb)):
-            self.say(f"{verb} cancelled; nothing was changed")
+        if not await self.confirmed(question, yes=verb.capitalize()):
             return
         try:
             changed = await self.link.run(cluster_calls.cordon(self.scope.connection, row.name, cordoned=cordoned))

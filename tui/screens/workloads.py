@@ -25,9 +25,9 @@ from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.jobs.spec import ActionKind, JobKind, JobSpec, RestartJob, RolloutAction
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
-from kubectl_rollout.tui.screens.cluster_table import Cell, ClusterTableScreen
-from kubectl_rollout.tui.widgets.confirm_dialog import ConfirmDialog
+from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen
 from kubectl_rollout.tui.widgets.image_form import ImageForm
+from kubectl_rollout.tui.widgets.live_table import Cell
 from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog, revision_label
 
 PHASE_STYLE = {
@@ -54,15 +54,12 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
         Binding("a", "abort", "Abort"),
         *ClusterTableScreen.TABLE_BINDINGS,
     ]
-    COLUMNS = (
-        ("KIND", "kind"),
-        ("NAME", "name"),
-        ("REV", "revision"),
-        ("READY", "ready"),
-        ("UP-TO-DATE", "updated"),
-        ("AVAILABLE", "available"),
-        ("STATE", "state"),
-        ("JOB", "job"),
+    TITLE = "Workloads"
+    COLUMNS = ("KIND", "NAME", "REV", "READY", "UP-TO-DATE", "AVAILABLE", "STATE", "JOB")
+    HELP_TEXT = (
+        "The managed workloads and Deployments of the namespace with their rollout state. Every change is an "
+        "agent job: pause/resume, undo to a revision, restart, set image; abort cancels the job that drives a "
+        "rollout (it stops after its current step). A Deployment can only be restarted, by eviction."
     )
     CHANGES = frozenset({"pause", "undo", "restart", "set_image", "abort"})
 
@@ -125,12 +122,6 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
         )
         return JobSpec(kind=JobKind.ROLLOUT, connection=self.scope.connection, rollout=action)
 
-    async def _confirmed(self, question: str, *, yes: str, detail: str = "") -> bool:
-        if await self.app.push_screen_wait(ConfirmDialog(question, detail, yes=yes)):
-            return True
-        self.say("cancelled; nothing was changed")
-        return False
-
     @work(exclusive=True, group="action")
     async def action_pause(self) -> None:
         row = self.selected
@@ -153,7 +144,7 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
             if connection.namespace != row.namespace:
                 connection = dataclasses.replace(connection, namespace=row.namespace)
             spec = JobSpec(kind=JobKind.RESTART, connection=connection, restart=RestartJob(workload=row.target))
-        if await self._confirmed(f"Restart {row.target}? Every pod is replaced.", yes="restart", detail=detail):
+        if await self.confirmed(f"Restart {row.target}? Every pod is replaced.", yes="Restart", detail=detail):
             await self._submit(spec, f"restart {row.target}")
 
     @work(exclusive=True, group="action")
@@ -177,7 +168,7 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
             return
         (revision,) = [r for r in revisions if r.number == chosen]
         question = f"Undo {row.target} to revision {chosen}?"
-        if await self._confirmed(question, yes="undo", detail=revision_label(revision)):
+        if await self.confirmed(question, yes="Undo", detail=revision_label(revision)):
             await self._submit(
                 self._rollout(row, ActionKind.UNDO, to_revision=chosen), f"undo {row.target} to {chosen}"
             )
@@ -201,7 +192,7 @@ class WorkloadsScreen(ClusterTableScreen[WorkloadRow]):
             return
         question = f"Abort the rollout of {row.target}? Job {row.driven_by} stops after its current step."
         detail = "The rollout stays where it is; undo (u) or resume it later."
-        if not await self._confirmed(question, yes="abort", detail=detail):
+        if not await self.confirmed(question, yes="Abort", detail=detail):
             return
         try:
             job = await self.link.run(cluster_calls.abort(self.scope.connection, row.name, namespace=row.namespace))
