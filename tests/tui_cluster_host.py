@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
+import kubectl_rollout.tui as tui_package
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.tui.agent_calls import ThreadedCalls
@@ -19,7 +21,9 @@ from kubectl_rollout.tui.cluster_scope import ClusterScope
 
 class ScreenHost(App[None]):
     """Shows the screen ``make()`` builds, which takes the agent link and its scope from the app (as the TUI's
-    own app provides them: ``cluster_link``, ``cluster_scope``); records the jobs it submits."""
+    own app provides them: ``cluster_link``, ``cluster_scope``), in the TUI's styles; records the jobs it submits."""
+
+    CSS_PATH = str(Path(tui_package.__file__).parent / "styles.tcss")
 
     def __init__(self, make: Callable[[], Screen[Any]], scope: ClusterScope) -> None:
         super().__init__()
