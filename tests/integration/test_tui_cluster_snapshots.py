@@ -144,7 +144,7 @@ def test_drain_plan_of_a_node_a_pdb_holds(agent_dir: Any, world: Connection, sna
         await _loaded(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, NodesScreen)
-        screen.table.move_cursor(row=1)
+        screen.table.cursor_row = 1
         await pilot.press("d")
         await until(pilot, lambda: isinstance(pilot.app.screen, DrainPlanDialog), what="the plan")
         await pilot.pause()

@@ -44,7 +44,8 @@ def _host(kubeconfig: Path, namespace: str, *, readonly: bool = False) -> Screen
 
 
 def _cell(app: ScreenHost, node: str, column: str) -> str:
-    value = app.screen.query_one(LiveTable).get_cell(node, column)
+    table = app.screen.query_one(LiveTable)
+    value = table.get_row(node)[table.column_names.index(column)]
     return value.plain if isinstance(value, Text) else str(value)
 
 
@@ -139,7 +140,7 @@ def test_d_shows_the_plan_and_starts_the_drain_as_an_agent_job_once_confirmed(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             screen = await _loaded(pilot, app)
-            screen.table.move_cursor(row=screen.table.row_keys.index(node))
+            screen.table.cursor_row = screen.table.row_keys.index(node)
 
             await pilot.press("d")
             await until(pilot, lambda: isinstance(app.screen, DrainPlanDialog), what="the plan")
@@ -210,12 +211,12 @@ def test_slash_filters_the_table_and_escape_clears_it(
     async def scenario() -> None:
         async with app.run_test(size=SIZE) as pilot:
             screen = await _loaded(pilot, app)
-            assert screen.table.row_count == 3
+            assert len(screen.table.row_keys) == 3
             await pilot.press("slash", *second[-2:])
-            await until(pilot, lambda: screen.table.row_count == 1, what="the filter")
+            await until(pilot, lambda: len(screen.table.row_keys) == 1, what="the filter")
             assert _cell(app, second, "NODE") == second
             await pilot.press("escape")
-            await until(pilot, lambda: screen.table.row_count == 3, what="the filter cleared")
+            await until(pilot, lambda: len(screen.table.row_keys) == 3, what="the filter cleared")
             assert screen.table.row_keys == [first, second, third]
 
     asyncio.run(scenario())

@@ -50,7 +50,8 @@ def _host(kubeconfig: Path, namespace: str, *, readonly: bool = False) -> Screen
 
 
 def _cell(app: ScreenHost, key: str, column: str) -> str:
-    value = app.screen.query_one(LiveTable).get_cell(key, column)
+    table = app.screen.query_one(LiveTable)
+    value = table.get_row(key)[table.column_names.index(column)]
     return value.plain if isinstance(value, Text) else str(value)
 
 
@@ -73,7 +74,7 @@ async def _loaded(pilot: Any, app: ScreenHost) -> WorkloadsScreen:
 
 
 async def _select(pilot: Any, screen: WorkloadsScreen, key: str) -> None:
-    screen.table.move_cursor(row=screen.table.row_keys.index(key))
+    screen.table.cursor_row = screen.table.row_keys.index(key)
     await pilot.pause()
 
 

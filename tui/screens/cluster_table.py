@@ -20,7 +20,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import Footer, Header, Static
 
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.spec import Connection
@@ -122,6 +122,7 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
 
     def on_mount(self) -> None:
         self.query_one(FilterBar).display = False
+        self.watch(self.table, "cursor_row", self._cursor_moved, init=False)
         self.action_refresh()
         if self.scope.refresh_every > 0:
             self.set_interval(self.scope.refresh_every, self.action_refresh)
@@ -170,7 +171,7 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         row = self.selected
         self.query_one(".detail", Static).update(self.detail_of(row) if row is not None else "")
 
-    def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+    def _cursor_moved(self, _row: int) -> None:
         self.show_detail()
         self.refresh_bindings()
 
