@@ -114,8 +114,8 @@ class DrainScreen(JobScreen):
         return {}, []
 
     def show_all(self) -> None:
-        if not self.is_mounted or not self.query(FilterBar):
-            return  # pushed, not composed yet (the app's tick can come first): its on_mount shows it
+        if not self.is_mounted:
+            return
         now = self.rollout_app.clock()
         needle = self.query_one(FilterBar).value
         self.show_text("#job-header", self.header_line())
