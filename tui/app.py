@@ -152,7 +152,8 @@ class RolloutPlusApp(App[None]):
         finished = False
         received = 0
         try:
-            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1):
+            # The backlog coalesced: the first paint of a long drain needs each pod's last state, not its history.
+            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1, coalesce=True):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item)
