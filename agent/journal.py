@@ -68,6 +68,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Pause survives the agent: a job paused before a crash resumes paused.
         "ALTER TABLE jobs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0",
     ),
+    (
+        # Attach with ``coalesce`` leaves out superseded events of a finished job too, without decoding its
+        # events again (``Event.coalesce_key``; NULL for events recorded before: those are all sent).
+        "ALTER TABLE events ADD COLUMN coalesce_key TEXT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -78,6 +83,8 @@ class StoredEvent:
     type: str
     #: the envelope as JSON (``Envelope.as_dict()``), as it goes on the wire
     body: str
+    #: the event's ``coalesce_key()``: a later event with the same key supersedes it
+    coalesce_key: str | None = None
 
 
 class Journal:
@@ -167,8 +174,8 @@ class Journal:
         """Record one event; ``body`` is ``json.dumps(envelope.as_dict())``, computed once by the caller."""
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO events (job, seq, type, body) VALUES (?, ?, ?, ?)",
-                (envelope.job, envelope.seq, envelope.type, body),
+                "INSERT INTO events (job, seq, type, body, coalesce_key) VALUES (?, ?, ?, ?, ?)",
+                (envelope.job, envelope.seq, envelope.type, body, envelope.event.coalesce_key()),
             )
 
     _JOB_COLUMNS = (
@@ -225,9 +232,10 @@ class Journal:
     def events(self, job_id: str, *, from_seq: int = 1) -> list[StoredEvent]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, type, body FROM events WHERE job = ? AND seq >= ? ORDER BY seq", (job_id, from_seq)
+                "SELECT seq, type, body, coalesce_key FROM events WHERE job = ? AND seq >= ? ORDER BY seq",
+                (job_id, from_seq),
             ).fetchall()
-        return [StoredEvent(int(seq), str(kind), str(body)) for seq, kind, body in rows]
+        return [StoredEvent(int(seq), str(kind), str(body), key) for seq, kind, body, key in rows]
 
     def prune(self, *, older_than_days: float, now: float | None = None) -> int:
         """Delete finished jobs (and their events) that finished more than ``older_than_days`` ago."""

@@ -242,7 +242,7 @@ class Agent:
                 continue
             spec = spec_to_resume(spec, {e.type for e in stored})
             log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
-            history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in stored]
+            history: list[Line] = [(e.seq, e.coalesce_key, encode_event(e.body)) for e in stored]
             # Paused before the crash: it stays paused (its JobPaused is in the history already).
             self._start(info.id, spec, resumed=True, history=history, next_seq=next_seq, paused=info.paused)
 
@@ -363,7 +363,10 @@ class Agent:
                         job, next_seq, result = self._attach(message.params)
                         connection.write(encode(Response(message.id, result=result)))
                         follow = bool(message.params.get("follow", True))
-                        task = asyncio.create_task(self._stream(connection, job, next_seq, follow=follow))
+                        coalesced = bool(message.params.get("coalesce", False))
+                        task = asyncio.create_task(
+                            self._stream(connection, job, next_seq, follow=follow, coalesce_backlog=coalesced)
+                        )
                         streams.add(task)
                         task.add_done_callback(streams.discard)
                         continue
@@ -578,12 +581,16 @@ class Agent:
         if job is None:
             # Finished (or not run by this agent): its events come from the journal, then the stream ends.
             spec = JobSpec.from_dict(info.spec)
-            history: list[Line] = [(e.seq, None, encode_event(e.body)) for e in self.journal.events(info.id)]
+            history: list[Line] = [(e.seq, e.coalesce_key, encode_event(e.body)) for e in self.journal.events(info.id)]
             job = LiveJob(info.id, spec, resumed=False, history=history)
             job.done = True
         return job, from_seq, info.as_dict()
 
-    async def _stream(self, connection: Connection, job: LiveJob, next_seq: int, *, follow: bool) -> None:
+    async def _stream(
+        self, connection: Connection, job: LiveJob, next_seq: int, *, follow: bool, coalesce_backlog: bool = False
+    ) -> None:
+        """Write the job's events from ``next_seq`` on; with ``coalesce_backlog``, those there are already are
+        sent coalesced (a TUI's first paint of a 5000-pod drain needs each pod's last state, not its history)."""
         waiter = asyncio.Event()
         job.waiters.add(waiter)
         self.attached[job.id] += 1
@@ -592,7 +599,8 @@ class Agent:
                 waiter.clear()
                 backlog = job.lines[next_seq - 1 :]
                 if backlog:
-                    if len(backlog) > self.settings.lag_events:
+                    if coalesce_backlog or len(backlog) > self.settings.lag_events:
+                        coalesce_backlog = False  # asked for: the backlog at attach; after it, only when lagging
                         kept = coalesce(backlog)
                         if len(kept) < len(backlog):
                             skipped = {"job": job.id, "skipped": len(backlog) - len(kept)}

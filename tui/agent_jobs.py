@@ -34,10 +34,12 @@ class AgentJobs:
     async def jobs(self) -> list[JobInfo]:
         return await self._requests.jobs()
 
-    async def follow(self, job_id: str, *, from_seq: int = 1) -> AsyncIterator[Envelope | Lagged]:
+    async def follow(
+        self, job_id: str, *, from_seq: int = 1, coalesce: bool = False
+    ) -> AsyncIterator[Envelope | Lagged]:
         stream = await AsyncAgentClient.open(self.paths, name=CLIENT_NAME, start=False)
         try:
-            async for item in stream.attach(job_id, from_seq=from_seq):
+            async for item in stream.attach(job_id, from_seq=from_seq, coalesce=coalesce):
                 yield item
         finally:
             await stream.close()

@@ -80,7 +80,7 @@ class RolloutPlusApp(App[None]):
         self.clock = clock
         self.store = JobStore()
         self.source: JobSource | None = None
-        #: seconds from an event's arrival to the repaint that showed it
+        #: seconds from an event's emission (its envelope's ``at``, the agent's clock) to the repaint that showed it
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self._connect = connect
         self._open_job = open_job
@@ -160,7 +160,8 @@ class RolloutPlusApp(App[None]):
         finished = False
         received = 0
         try:
-            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1):
+            # The backlog coalesced: the first paint of a long drain needs each pod's last state, not its history.
+            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1, coalesce=True):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item)
@@ -193,7 +194,7 @@ class RolloutPlusApp(App[None]):
 
     def flush(self) -> None:
         """Hand the changes since the last flush to the live screens, in one repaint."""
-        changed, arrivals = self.store.take_changed()
+        changed, emitted = self.store.take_changed()
         if not changed:
             return
         jobs = frozenset(changed)
@@ -202,8 +203,8 @@ class RolloutPlusApp(App[None]):
                 if isinstance(screen, LiveScreen):
                     with contextlib.suppress(NoMatches):  # mounting or leaving: its resume shows all
                         screen.show_changes(jobs)
-        if arrivals:
-            self.call_after_refresh(self._painted, arrivals)
+        if emitted:
+            self.call_after_refresh(self._painted, emitted)
 
     def tick(self) -> None:
         """Countdowns move with the clock: the visible screen repaints its changed cells once a second."""
@@ -211,9 +212,10 @@ class RolloutPlusApp(App[None]):
             with self.batch_update(), contextlib.suppress(NoMatches):  # mounting or leaving
                 self.screen.show_all()
 
-    def _painted(self, arrivals: list[float]) -> None:
-        now = time.monotonic()
-        self.latencies.extend(now - at for at in arrivals)
+    def _painted(self, emitted: list[float]) -> None:
+        # Wall clock on both sides: the agent runs on this machine, so its clock is ours.
+        now = time.time()
+        self.latencies.extend(now - at for at in emitted)
 
     # --- keys ------------------------------------------------------------------------------
 

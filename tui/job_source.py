@@ -24,8 +24,9 @@ class JobSource(Protocol):
         """Every job, newest first."""
         ...
 
-    def follow(self, job_id: str, *, from_seq: int = 1) -> AsyncIterator[Envelope | Lagged]:
-        """The job's events from ``from_seq``, live until its last."""
+    def follow(self, job_id: str, *, from_seq: int = 1, coalesce: bool = False) -> AsyncIterator[Envelope | Lagged]:
+        """The job's events from ``from_seq``, live until its last; with ``coalesce``, the events there are
+        already may come without those a later event of the same object supersedes (the view is the same)."""
         ...
 
     async def cancel(self, job_id: str) -> JobInfo: ...

@@ -2,14 +2,15 @@
 
 A 5000-pod drain sends some 15000 events: folded one by one, each would copy
 the pod map; gathered, a flush folds each job's new events at once
-(``fold_many``) and the app repaints once. The time each event arrived is
-kept until that flush, so the latency from socket to screen can be measured.
+(``fold_many``) and the app repaints once. Each event's emission time (its
+envelope's ``at``) is kept until that flush, so the latency from the job
+emitting it to the screen showing it can be measured: time spent in the agent,
+the socket and the TUI's reader counts too, not only the wait for a flush.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope
@@ -17,15 +18,15 @@ from kubectl_rollout.jobs.views.job import JobView, fold_many, new_view
 
 
 class JobStore:
-    def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self) -> None:
         self.infos: dict[str, JobInfo] = {}
         self.views: dict[str, JobView] = {}
         #: the order of the agent's list: newest first
         self.order: list[str] = []
         self._changed: set[str] = set()
         self._pending: dict[str, list[Envelope]] = {}
-        self._arrivals: list[float] = []
-        self._monotonic = monotonic
+        #: emission times (epoch seconds) of the events gathered since the last flush
+        self._emitted: list[float] = []
 
     def set_jobs(self, infos: Iterable[JobInfo]) -> None:
         infos = list(infos)
@@ -42,7 +43,7 @@ class JobStore:
     def add(self, envelope: Envelope) -> None:
         """Keep an event until the next ``take_changed`` folds it."""
         self._pending.setdefault(envelope.job, []).append(envelope)
-        self._arrivals.append(self._monotonic())
+        self._emitted.append(envelope.at)
 
     def _fold_pending(self) -> None:
         pending, self._pending = self._pending, {}
@@ -69,8 +70,9 @@ class JobStore:
         return pending[-1].seq if pending else self.view(job_id).last_seq
 
     def take_changed(self) -> tuple[set[str], list[float]]:
-        """Fold what arrived; the jobs changed since the last call, and when each of their new events arrived."""
+        """Fold what arrived; the jobs changed since the last call, and when each of their new events was
+        emitted (epoch seconds)."""
         self._fold_pending()
-        changed, arrivals = self._changed, self._arrivals
-        self._changed, self._arrivals = set(), []
-        return changed, arrivals
+        changed, emitted = self._changed, self._emitted
+        self._changed, self._emitted = set(), []
+        return changed, emitted

@@ -86,7 +86,10 @@ class RecordedJobs:
     async def jobs(self) -> list[JobInfo]:
         return list(self._infos)
 
-    async def follow(self, job_id: str, *, from_seq: int = 1) -> AsyncIterator[Envelope | Lagged]:
+    async def follow(
+        self, job_id: str, *, from_seq: int = 1, coalesce: bool = False
+    ) -> AsyncIterator[Envelope | Lagged]:
+        # ``coalesce`` allows leaving events out, it does not ask to: a recording is in memory already.
         for envelope in self._events.get(job_id, []):
             if envelope.seq >= from_seq:
                 yield envelope

@@ -140,3 +140,29 @@ def test_a_second_rollout_of_a_workload_conflicts() -> None:
 
     running = {"job1": claims(rollout(ActionKind.RESTART))}
     assert conflict(rollout(ActionKind.SCALE), running) == ("job1", "shop/workload/web")
+
+
+def test_an_attach_that_asks_gets_the_backlog_coalesced_however_short(tmp_path: Path) -> None:
+    pod = PodRef(namespace="ns", name="p")
+    history = [_line(seq, WaitingForReplacement(pod=pod, ready=seq, desired=9)) for seq in range(1, 5)]
+    history.append(_line(5, PodGone(pod=pod, after=1.0)))
+    job = LiveJob("j1", SPEC, resumed=False, history=history)
+    agent = _agent(tmp_path)  # lag_events 2000: a plain attach gets all five
+    assert len(_stream(agent, job, 1).messages()) == 6
+
+    client = RecordingClient()
+    asyncio.run(agent._stream(client, job, 1, follow=False, coalesce_backlog=True))  # type: ignore[arg-type]
+    lagged, *events, end = client.messages()
+    assert (lagged.method, lagged.params) == ("lagged", {"job": "j1", "skipped": 3})
+    assert [m.params["seq"] for m in events] == [4, 5]
+    assert end.params == {"job": "j1", "last_seq": 5}
+
+
+def test_the_journal_keeps_each_event_coalesce_key_for_attaching_to_finished_jobs(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.create_job("j1", SPEC)
+    pod = PodRef(namespace="ns", name="p")
+    for seq, event in enumerate([WaitingForReplacement(pod=pod, ready=1, desired=2), PodGone(pod=pod, after=1.0)], 1):
+        envelope = Envelope(job="j1", seq=seq, at=float(seq), event=event)
+        journal.append(envelope, json.dumps(envelope.as_dict()))
+    assert [e.coalesce_key for e in journal.events("j1")] == ["replacement:ns/p", None]

@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kubectl_rollout.cli.main import cli
+from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.tui.app import RolloutPlusApp, recording_connect
 from kubectl_rollout.tui.screens.drain import DrainScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
@@ -54,3 +55,17 @@ def test_a_replay_file_that_is_not_a_recording_fails_before_the_tui_starts(tmp_p
     result = CliRunner().invoke(cli, ["tui", "--replay", str(bad)])
     assert result.exit_code == 2, result.output
     assert f"{bad}:1: not an event envelope" in result.output
+
+
+def test_the_store_hands_each_event_emission_time_to_the_flush_that_folds_it() -> None:
+    # The latency is measured from the job emitting the event, not from the TUI reading it.
+    from kubectl_rollout.jobs.events.job import JobStarted
+    from kubectl_rollout.tui.job_store import JobStore
+
+    store = JobStore()
+    for seq, at in enumerate((1795431129.5, 1795431130.25), 1):
+        store.add(Envelope(job="j1", seq=seq, at=at, event=JobStarted(kind="drain", target="node/n1")))
+    changed, emitted = store.take_changed()
+    assert changed == {"j1"}
+    assert emitted == [1795431129.5, 1795431130.25]
+    assert store.take_changed() == (set(), [])

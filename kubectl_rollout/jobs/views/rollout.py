@@ -146,7 +146,13 @@ def fold(view: RolloutView, envelope: Envelope) -> RolloutView:
     view = dataclasses.replace(view, job=envelope.job, last_seq=envelope.seq)
     event = envelope.event
     if isinstance(event, ACTION_TYPES):
-        view = dataclasses.replace(view, actions=(*view.actions, envelope)[-MAX_ACTIONS:])
+        actions = view.actions
+        key = event.coalesce_key()
+        if key is not None:
+            # A PDB still holding the scale-down supersedes its earlier hold here as on the wire: a client
+            # sent the backlog coalesced (attach ``coalesce``, or ``lagged``) must end at this same view.
+            actions = tuple(a for a in actions if a.event.coalesce_key() != key)
+        view = dataclasses.replace(view, actions=(*actions, envelope)[-MAX_ACTIONS:])
     return _apply(view, event)
 
 
