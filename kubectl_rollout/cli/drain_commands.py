@@ -47,6 +47,18 @@ def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+def _surge_max(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from kubectl_rollout.drain.surge import parse_surge_max
+
+    try:
+        parse_surge_max(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--surge-max") from err
+    return value.strip()
+
+
 def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Node names from the cluster, for TAB; silent (no candidates) when it cannot be reached."""
     import urllib3
@@ -183,6 +195,31 @@ _selector_option = click.option(
     help="Uncordon a node whose drain failed or timed out (by default it stays cordoned, like kubectl).",
 )
 @click.option(
+    "--surge",
+    is_flag=True,
+    help="Where a PodDisruptionBudget allows no eviction now, first give the pods' Deployment extra replicas "
+    "(Ready on other nodes), then evict, then restore its count. The original count is recorded on the "
+    "Deployment, so a later drain, uncordon or resume restores it after a crash. What cannot surge "
+    "(StatefulSets, bare pods, HPA, no room, quota) is explained and waits for its PDB.",
+)
+@click.option(
+    "--surge-max",
+    default=None,
+    callback=_surge_max,
+    metavar="N|P%",
+    help="With --surge: at most N extra replicas per workload, or P% of its replicas (rounded up). "
+    "Default 100%: as many as it has pods on the drained nodes.",
+)
+@click.option(
+    "--surge-wait",
+    default="60s",
+    callback=duration_callback,
+    show_default=True,
+    metavar="DURATION",
+    help="With --surge: how long extra pods may take to be Ready; past it (Pending: no room) the surge is "
+    "given up, its count restored, and the pods wait for their PDB.",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
@@ -218,6 +255,9 @@ def drain(
     max_concurrent_evictions: int,
     node_batch: int,
     uncordon_on_failure: bool,
+    surge: bool,
+    surge_max: str | None,
+    surge_wait: float,
     plan_only: bool,
     output: str,
     use_agent: bool | None,
@@ -241,6 +281,7 @@ def drain(
       kubectl rollout-plus drain node-1 --ignore-daemonsets
       kubectl rollout-plus drain -l pool=blue --node-batch=2 --ignore-daemonsets
       kubectl rollout-plus drain node-1 --plan -o json
+      kubectl rollout-plus drain node-1 --surge --surge-max=25%
     """
     from kubectl_rollout.cli.job_commands import run_job_command
     from kubectl_rollout.cli.options import connection_of
@@ -250,6 +291,13 @@ def drain(
     _check_targets(nodes, selector, "drain")
     if output == "json" and not (plan_only or dry_run != "none"):
         raise UsageError("-o json prints the plan; use it with --plan or --dry-run, or use -o jsonl for events")
+    if surge_max is not None and not surge:
+        raise UsageError("--surge-max bounds a surge; add --surge (e.g. --surge --surge-max=25%)")
+    if surge and disable_eviction:
+        raise UsageError(
+            "--surge makes room for evictions under PodDisruptionBudgets; --disable-eviction deletes pods "
+            "past their PDBs, so the two do not go together"
+        )
     options = DrainOptions(
         force=force,
         ignore_daemonsets=ignore_daemonsets,
@@ -264,6 +312,9 @@ def drain(
         max_concurrent_evictions=max_concurrent_evictions,
         node_batch=node_batch,
         uncordon_on_failure=uncordon_on_failure,
+        surge=surge,
+        surge_max=surge_max or DrainOptions.surge_max,
+        surge_wait=surge_wait,
     )
     cluster = open_cluster(ctx, **flags)
     spec = JobSpec(
@@ -298,13 +349,31 @@ def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
     if output != "json":
         return printer, printer.close
 
+    from kubectl_rollout.jobs.events import surge as surge_ev
+
+    # --surge follows the plan with its SurgesPlanned: one JSON document holds both ("surges").
+    held: list[ev.DrainPlanned] = []
+
+    def flush(surges: surge_ev.SurgesPlanned | None = None) -> None:
+        if held:
+            click.echo(plan_as_json(held.pop(), surges))
+
     def plan_as_json_then_text(envelope: Envelope) -> None:
-        if isinstance(envelope.event, ev.DrainPlanned):
-            click.echo(plan_as_json(envelope.event))
+        event = envelope.event
+        if isinstance(event, ev.DrainPlanned):
+            flush()
+            held.append(event)
+        elif isinstance(event, surge_ev.SurgesPlanned):
+            flush(event)
         else:
+            flush()
             printer(envelope)
 
-    return plan_as_json_then_text, printer.close
+    def close() -> None:
+        flush()
+        printer.close()
+
+    return plan_as_json_then_text, close
 
 
 def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
@@ -336,6 +405,9 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
                 require(cluster, [Permission("patch", "nodes")], action=next_steps.command(verb))
             for node in targets:
                 (engine.cordon if cordoned else engine.uncordon)(node)
+            if not cordoned and dry_run == "none":
+                # A surge drain killed before its restore left a raised count behind: put it back now.
+                engine.restore_leftover_surges()
         finally:
             engine.close()
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter, dry_run_suffix
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import surge as surge_ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.eviction import (
     BlockReason,
@@ -36,8 +37,11 @@ def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch).strftime("%H:%M:%S")
 
 
-def plan_as_json(plan: ev.DrainPlanned) -> str:
-    return json.dumps(plan.as_dict(), indent=2)
+def plan_as_json(plan: ev.DrainPlanned, surges: surge_ev.SurgesPlanned | None = None) -> str:
+    document = plan.as_dict()
+    if surges is not None:
+        document["surges"] = surges.as_dict()["surges"]
+    return json.dumps(document, indent=2)
 
 
 def _cordoned(event: ev.NodeCordoned, _view: DrainView) -> Iterator[Line]:
@@ -122,6 +126,24 @@ def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
         for pod in node.pending:
             seen = view.pods.get(pod)
             yield "err", f"  pod {pod}: {seen.failure if seen is not None and seen.failure else 'not removed'}"
+    hint = _surge_hint(event, view)
+    if hint:
+        yield "err", hint
+
+
+def _surge_hint(event: ev.DrainFinished, view: DrainView) -> str:
+    """Pods left waiting for a PDB by a drain without --surge: say what would have made room."""
+    surged = view.surge_plan or view.not_surged or view.restored or view.surging
+    if surged:
+        return ""
+    budgets = view.blocked_by
+    if not budgets:
+        return ""
+    return (
+        f"hint: PodDisruptionBudget {', '.join(budgets)} had no room; with --surge the drain first gives a "
+        f"Deployment extra replicas on other nodes, then evicts (see what it would do: drain "
+        f"{' '.join(event.failed)} --surge --plan)"
+    )
 
 
 def blocked_line(event: EvictionBlocked) -> str:
@@ -165,6 +187,74 @@ def plan_lines(plan: ev.DrainPlanned) -> Iterator[str]:
             yield f"  Warning: {node.warnings}"
 
 
+def surge_plan_lines(plan: surge_ev.SurgesPlanned) -> Iterator[str]:
+    """--surge in the plan: each workload under a PDB, surged by N or why not."""
+    yield f"surge: {len(plan.surges)} workload(s) under a PodDisruptionBudget"
+    if not plan.surges:
+        return
+    rows = [("WORKLOAD", "SURGE", "PODS", "DECISION")]
+    for surge in plan.surges:
+        rows.append(
+            (str(surge.workload), f"+{surge.surge}" if surge.surge else "-", str(len(surge.pods)), surge.reason)
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        yield "  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+    for surge in plan.surges:
+        if surge.warning:
+            yield f"  Warning: {surge.workload}: {surge.warning}"
+
+
+def _surges_planned(event: surge_ev.SurgesPlanned, _view: DrainView) -> Iterator[Line]:
+    for line in surge_plan_lines(event):
+        yield "out", line
+
+
+def _surge_skipped(event: surge_ev.SurgeSkipped, _view: DrainView) -> Iterator[Line]:
+    if event.warning:
+        yield "err", f"Warning: {event.workload}: {event.warning}"
+    yield "err", f"{event.workload} not surged: {event.reason}"
+
+
+def _surge_started(event: surge_ev.SurgeStarted, _view: DrainView) -> Iterator[Line]:
+    if event.warning:
+        yield "err", f"Warning: {event.workload}: {event.warning}"
+    yield (
+        "out",
+        (
+            f"{event.workload} surged from {event.original} to {event.replicas} replicas "
+            f"for {len(event.pods)} pod(s) on the drained node(s) (original count recorded on it)"
+        ),
+    )
+
+
+def _surge_ready(event: surge_ev.SurgeReady, _view: DrainView) -> Iterator[Line]:
+    yield "out", f"{event.workload}: extra pods Ready after {event.seconds:.1f}s ({event.replicas} replicas)"
+
+
+def _surge_restored(event: surge_ev.SurgeRestored, _view: DrainView) -> Iterator[Line]:
+    if event.leftover:
+        state = (
+            f"back to {event.replicas} replicas"
+            if event.count_restored
+            else f"record removed; its count had been changed to {event.replicas} and was left so"
+        )
+        yield "err", f"restored a surge left by drain {event.drain or '?'}: {event.workload} {state}"
+    elif event.count_restored:
+        yield "out", f"{event.workload} restored to {event.replicas} replicas"
+    else:
+        yield (
+            "err",
+            f"{event.workload}: its count was changed by someone else during the surge; left at {event.replicas}",
+        )
+
+
+def _blocked_in_drain(event: EvictionBlocked, view: DrainView) -> Iterator[Line]:
+    line = blocked_line(event)
+    why_not = view.not_surged.get(str(event.pod))
+    yield "err", f"{line} (not surged: {why_not})" if why_not else line
+
+
 def _planned(event: ev.DrainPlanned, _view: DrainView) -> Iterator[Line]:
     for line in plan_lines(event):
         yield "out", line
@@ -193,6 +283,12 @@ DRAIN_FORMATTERS: dict[type[Event], Formatter] = {
     ev.WaitingForWorkloads: _waiting_for_workloads,
     ev.WorkloadsAvailable: _workloads_available,
     ev.DrainFinished: _finished,
+    EvictionBlocked: _blocked_in_drain,
+    surge_ev.SurgesPlanned: _surges_planned,
+    surge_ev.SurgeSkipped: _surge_skipped,
+    surge_ev.SurgeStarted: _surge_started,
+    surge_ev.SurgeReady: _surge_ready,
+    surge_ev.SurgeRestored: _surge_restored,
 }
 
 

@@ -15,9 +15,11 @@ per-pod part (eviction, retries, waiting for the pod to go) is
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,12 +37,15 @@ from kubectl_rollout.drain.pod_filters import (
     summarize_errors,
     summarize_warnings,
 )
+from kubectl_rollout.drain.surge import parse_surge_max
+from kubectl_rollout.drain.surge_scaling import SurgeSession, restore_leftovers
 from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
 from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events.base import PodRef
+from kubectl_rollout.jobs.events import surge as surge_ev
+from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import PodEvicted, PodFailed
 from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
@@ -69,6 +74,18 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
             needed.append(Permission("delete", "pods"))
         else:
             needed.append(Permission("create", "pods", subresource="eviction"))
+    if options.surge:
+        needed += [
+            Permission("get", "replicasets", group="apps"),
+            Permission("list", "replicasets", group="apps"),
+            Permission("get", "deployments", group="apps"),
+            Permission("list", "horizontalpodautoscalers", group="autoscaling"),
+        ]
+        if not read_only and options.dry_run is DryRun.NONE:
+            needed += [
+                Permission("list", "deployments", group="apps"),
+                Permission("patch", "deployments", group="apps"),
+            ]
     return needed
 
 
@@ -114,7 +131,44 @@ class DrainEngine:
         self.options = options
         self.emit = emit
         self.cancel = cancel or threading.Event()
-        self.evictor = PodEvictor(cluster, eviction_settings(options), emit, cancel=self.cancel, paused=paused)
+        self.evictor = PodEvictor(
+            cluster, eviction_settings(options), self._from_evictor, cancel=self.cancel, paused=paused
+        )
+        #: --surge: this drain's identity, recorded on every workload it surges
+        self.drain_id = uuid.uuid4().hex[:12]
+        self.surge_max = parse_surge_max(options.surge_max) if options.surge else None
+        #: the surges of the node (or node batch) being drained
+        self._surges: SurgeSession | None = None
+
+    def _from_evictor(self, event: Event) -> None:
+        # A drained pod of a surged workload was evicted: its workload's count comes down by one.
+        surges = self._surges
+        if surges is not None and isinstance(event, PodEvicted) and event.dry_run is DryRun.NONE:
+            surges.evicted(event.pod)
+        self.emit(event)
+
+    def _surge_session(self) -> SurgeSession:
+        assert self.surge_max is not None
+        return SurgeSession(
+            self.cluster,
+            drain=self.drain_id,
+            surge_max=self.surge_max,
+            ready_timeout=self.options.surge_wait,
+            pdbs=self.evictor.pdbs(),
+            emit=self.emit,
+            cancel=self.cancel,
+        )
+
+    def restore_leftover_surges(self) -> None:
+        """Restore the counts a killed or failed surge drain left raised (``drain``, ``uncordon``, resume)."""
+        if self.options.dry_run is not DryRun.NONE:
+            return
+        try:
+            restore_leftovers(self.cluster, self.emit)
+        except ApiException as err:
+            if err.status != 403 or self.surge_max is not None:
+                raise
+            # Not allowed to list Deployments: this user never surged, so there is nothing of theirs to restore.
 
     # --- nodes --------------------------------------------------------------------------
 
@@ -239,6 +293,16 @@ class DrainEngine:
             )
         return ev.DrainPlanned(nodes=tuple(node_plans), dry_run=self.options.dry_run)
 
+    def plan_surges(self, nodes: list[Any]) -> surge_ev.SurgesPlanned | None:
+        """--surge: for each workload with pods on these nodes, surge by N or why not (changes nothing)."""
+        if self.surge_max is None:
+            return None
+        pods = [
+            (pod, node.metadata.name) for node in nodes for pod, verdict in self._judge_node(node)[1] if verdict.delete
+        ]
+        session = self._surge_session()
+        return surge_ev.SurgesPlanned(surges=session.as_plans(session.plan(pods)))
+
     # --- running ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -265,11 +329,13 @@ class DrainEngine:
         failed: list[str] = []
         batch = self.options.node_batch
         try:
+            self.restore_leftover_surges()
             if batch <= 0:
                 for node in nodes:
                     self.cordon(node)
                 for node in nodes:
-                    outcome = self._drain_node(node)
+                    with self._surging([node]):
+                        outcome = self._drain_node(node)
                     (drained if outcome.ok else failed).append(node.metadata.name)
             else:
                 for index in range(0, len(nodes), batch):
@@ -280,7 +346,10 @@ class DrainEngine:
                     self.emit(ev.BatchStarted(index=index // batch + 1, nodes=tuple(n.metadata.name for n in group)))
                     for node in group:
                         self.cordon(node)
-                    with ThreadPoolExecutor(max_workers=len(group), thread_name_prefix="node") as pool:
+                    with (
+                        self._surging(group),
+                        ThreadPoolExecutor(max_workers=len(group), thread_name_prefix="node") as pool,
+                    ):
                         outcomes = list(pool.map(self._drain_node, group))
                     for outcome in outcomes:
                         (drained if outcome.ok else failed).append(outcome.node)
@@ -292,6 +361,36 @@ class DrainEngine:
         finished = ev.DrainFinished(drained=tuple(drained), failed=tuple(failed), seconds=time.monotonic() - started)
         self.emit(finished)
         return finished
+
+    @contextlib.contextmanager
+    def _surging(self, nodes: list[Any]) -> Iterator[None]:
+        """--surge around draining these (cordoned) nodes: raise before, restore after, whatever happens."""
+        if self.surge_max is None or self.options.dry_run is not DryRun.NONE or self.options.disable_eviction:
+            yield
+            return
+        session = self._surge_session()
+        self._surges = session
+        try:
+            pods = [
+                (pod, node.metadata.name)
+                for node in nodes
+                for pod, verdict in self._judge_node(node)[1]
+                if verdict.delete and not is_daemonset_pod(pod)
+            ]
+            session.start(pods, nodes=tuple(n.metadata.name for n in nodes))
+            surged = session.surged()
+            if surged:
+                for node in nodes:
+                    record_node_event(
+                        self.cluster,
+                        node,
+                        reason="Surged",
+                        message=f"Extra replicas raised before draining: {', '.join(surged)}",
+                    )
+            yield
+        finally:
+            self._surges = None
+            session.finish()
 
     def _wait_for_workloads(self, evicted: list[Any]) -> None:
         workloads: set[WorkloadRef] = set()

@@ -183,6 +183,9 @@ def _drain(
         targets = engine.resolve_nodes(list(job.nodes), job.selector)
         if job.plan_only or job.options.dry_run is not DryRun.NONE:
             emit(engine.plan(targets))
+            surges = engine.plan_surges(targets)
+            if surges is not None:
+                emit(surges)
             if job.plan_only:
                 return _ended(cancel, f"planned {len(targets)} node(s)", ok=True)
         finished = engine.run(targets)

@@ -64,6 +64,12 @@ class DrainOptions:
     #: N: cordon and drain N nodes at a time, then wait for evicted workloads
     node_batch: int = 0
     uncordon_on_failure: bool = False
+    #: --surge: raise the owners of PDB-blocked pods first (kubectl_rollout.drain.surge), restore them after
+    surge: bool = False
+    #: --surge-max: extra replicas per workload, a count or a percentage of its replicas ("N" or "P%")
+    surge_max: str = "100%"
+    #: seconds to wait for a surge's extra pods to be Ready before giving it up (they stay Pending: no room)
+    surge_wait: float = 60.0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import surge as surge_ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into
 
 
@@ -53,6 +55,16 @@ class DrainView:
     #: --node-batch: the evicted workloads not yet available again
     waiting_for: tuple[ev.WorkloadAvailability, ...] = ()
     finished: ev.DrainFinished | None = None
+    #: the PodDisruptionBudgets ("namespace/name") that refused or held an eviction at some point
+    blocked_by: tuple[str, ...] = ()
+    #: --surge: the plan's decisions per workload
+    surge_plan: tuple[surge_ev.SurgePlan, ...] = ()
+    #: --surge: workloads raised now, "Kind ns/name" -> replicas
+    surging: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: --surge: pods ("namespace/name") whose workload was not surged, with why
+    not_surged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: --surge: workloads whose count was restored, leftovers of killed drains included
+    restored: tuple[surge_ev.SurgeRestored, ...] = ()
 
     def pods_in(self, state: PodState) -> list[PodView]:
         return [p for p in self.pods.values() if p.state is state]
@@ -81,6 +93,8 @@ def fold(view: DrainView, envelope: Envelope) -> DrainView:
     )
     pods = fold_pod(stamped.pods, event)
     if pods is not None:
+        if isinstance(event, EvictionBlocked) and event.pdb and event.pdb not in stamped.blocked_by:
+            return dataclasses.replace(stamped, pods=pods, blocked_by=(*stamped.blocked_by, event.pdb))
         return dataclasses.replace(stamped, pods=pods)
     return _fold_drain(stamped, event)
 
@@ -100,7 +114,10 @@ def fold_many(view: DrainView, envelopes: Iterable[Envelope]) -> DrainView:
         last = envelope
         if work is None:
             work = dict(view.pods)
-        if fold_pod_into(work, envelope.event):
+        event = envelope.event
+        if isinstance(event, EvictionBlocked) and event.pdb and event.pdb not in view.blocked_by:
+            view = dataclasses.replace(view, blocked_by=(*view.blocked_by, event.pdb))
+        if fold_pod_into(work, event):
             continue
         view = dataclasses.replace(view, pods=work)
         work = None
@@ -164,6 +181,21 @@ def _fold_drain(view: DrainView, event: Event) -> DrainView:
         return dataclasses.replace(view, waiting_for=event.workloads)
     if isinstance(event, ev.WorkloadsAvailable):
         return dataclasses.replace(view, waiting_for=())
+    if isinstance(event, surge_ev.SurgesPlanned):
+        return dataclasses.replace(view, surge_plan=event.surges)
+    if isinstance(event, surge_ev.SurgeSkipped):
+        not_surged = dict(view.not_surged)
+        for ref in event.pods:
+            not_surged[str(ref)] = event.reason
+        return dataclasses.replace(view, not_surged=not_surged)
+    if isinstance(event, surge_ev.SurgeStarted | surge_ev.SurgeReady):
+        surging = dict(view.surging)
+        surging[str(event.workload)] = event.replicas
+        return dataclasses.replace(view, surging=surging)
+    if isinstance(event, surge_ev.SurgeRestored):
+        surging = dict(view.surging)
+        surging.pop(str(event.workload), None)
+        return dataclasses.replace(view, surging=surging, restored=(*view.restored, event))
     if isinstance(event, ev.DrainFinished):
         return dataclasses.replace(view, finished=event, waiting_for=())
     return view

@@ -1,0 +1,470 @@
+"""Carrying out ``drain --surge`` for one node (or one ``--node-batch``): look, raise, wait, lower, restore.
+
+The decision is ``surge.decide``; the record that makes it crash-safe is
+``surge_record``. Here is the I/O between them:
+
+1. look at each owner of the pods to remove (its kind, count, PDB room,
+   HorizontalPodAutoscaler, GitOps marks, a leftover record);
+2. for each one ``decide`` lets surge: record the original count and raise it
+   (one request), then wait until the extra pods are Ready, for a bounded time;
+   pods that stay Pending (no room) or a ReplicaSet that cannot create them
+   (ResourceQuota: its ReplicaFailure condition) make the surge give up, put
+   the count back, and the drain waits for the PDB as it would without --surge;
+3. as each drained pod is evicted, lower the count by one (never below the
+   original), so the ReplicaSet creates no replacement and the PDB's room
+   comes back without waiting for one;
+4. at the end (whatever happened), restore the original count and remove the record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.drain.surge import SurgeDecision, SurgeMax, WorkloadFacts, decide, gitops_marker
+from kubectl_rollout.drain.surge_record import CountChanged, begin, record_of, restore, set_count
+from kubectl_rollout.drain.surge_record import leftovers as recorded_leftovers
+from kubectl_rollout.drain.workload_events import record_workload_event
+from kubectl_rollout.eviction.pdb_watch import PdbWatch
+from kubectl_rollout.jobs.events import surge as ev
+from kubectl_rollout.jobs.events.base import Emit, PodRef
+from kubectl_rollout.jobs.events.drain import WorkloadRef
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.pods import controller_of
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+
+log = logging.getLogger(__name__)
+
+#: the owner of a managed workload's ReplicaSets (kubectl_rollout.rollout.record)
+_MANAGED_RECORD_PREFIX = "rollout-plus."
+
+
+@dataclass(kw_only=True)
+class _Owner:
+    ref: WorkloadRef
+    pods: list[PodRef] = field(default_factory=list)
+    deployment: Any | None = None
+    disruptions_allowed: int | None = None
+
+
+@dataclass(kw_only=True)
+class _Surged:
+    """A workload this drain raised: what it set last, so that it only ever moves its own count."""
+
+    ref: WorkloadRef
+    original: int
+    added: int
+    #: the count this drain set last
+    current: int
+    available_before: int
+    selector: dict[str, str]
+    pods: frozenset[tuple[str, str]]
+    evicted: int = 0
+    #: somebody else changed the count: leave it alone
+    let_go: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def restore_leftovers(cluster: Cluster, emit: Emit) -> list[ev.SurgeRestored]:
+    """Restore every surge record a killed or failed drain left in the cluster, reporting each one."""
+    restored = []
+    for record in recorded_leftovers(cluster):
+        outcome = restore(cluster, record.namespace, record.name)
+        if outcome is None:
+            continue
+        ref = WorkloadRef(kind="Deployment", namespace=record.namespace, name=record.name)
+        event = ev.SurgeRestored(
+            workload=ref,
+            replicas=outcome.replicas,
+            leftover=True,
+            drain=record.drain,
+            count_restored=outcome.count_restored,
+        )
+        emit(event)
+        record_workload_event(
+            cluster,
+            kind="Deployment",
+            namespace=record.namespace,
+            name=record.name,
+            reason="SurgeRestored",
+            message=(
+                f"Replica count restored to {outcome.replicas} after a surge left by drain {record.drain}"
+                if outcome.count_restored
+                else f"Surge record of drain {record.drain} removed; the count had been changed to {outcome.replicas}"
+            ),
+        )
+        restored.append(event)
+    return restored
+
+
+class SurgeSession:
+    """The surges of one node (or one node batch), from the first look to the restore."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        drain: str,
+        surge_max: SurgeMax,
+        ready_timeout: float,
+        pdbs: PdbWatch,
+        emit: Emit,
+        cancel: threading.Event,
+    ) -> None:
+        self.cluster = cluster
+        self.drain = drain
+        self.surge_max = surge_max
+        self.ready_timeout = ready_timeout
+        self.pdbs = pdbs
+        self.emit = emit
+        self.cancel = cancel
+        self._surged: dict[WorkloadRef, _Surged] = {}
+        self._by_pod: dict[tuple[str, str], _Surged] = {}
+        self._replica_sets: dict[tuple[str, str], Any] = {}
+        self._autoscalers: dict[str, dict[str, str]] = {}
+
+    # --- looking --------------------------------------------------------------------------
+
+    def _replica_set(self, namespace: str, name: str) -> Any | None:
+        key = (namespace, name)
+        if key not in self._replica_sets:
+            try:
+                self._replica_sets[key] = call_with_retry(
+                    self.cluster.apps.read_namespaced_replica_set, name, namespace
+                )
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+                self._replica_sets[key] = None
+        return self._replica_sets[key]
+
+    def _owner_ref(self, pod: Any) -> WorkloadRef:
+        namespace = pod.metadata.namespace
+        ref = controller_of(pod)
+        if ref is None:
+            return WorkloadRef(kind="Pod", namespace=namespace, name=pod.metadata.name)
+        if ref.kind == "ReplicaSet":
+            replica_set = self._replica_set(namespace, ref.name)
+            parent = controller_of(replica_set) if replica_set is not None else None
+            if parent is not None and parent.kind == "Deployment":
+                return WorkloadRef(kind="Deployment", namespace=namespace, name=parent.name)
+            if parent is not None and parent.kind == "ConfigMap" and parent.name.startswith(_MANAGED_RECORD_PREFIX):
+                return WorkloadRef(
+                    kind="ManagedWorkload", namespace=namespace, name=parent.name[len(_MANAGED_RECORD_PREFIX) :]
+                )
+        return WorkloadRef(kind=ref.kind, namespace=namespace, name=ref.name)
+
+    def _autoscaler_of(self, ref: WorkloadRef) -> str | None:
+        if ref.namespace not in self._autoscalers:
+            api = client.AutoscalingV2Api(self.cluster.api_client)
+            listing = call_with_retry(api.list_namespaced_horizontal_pod_autoscaler, ref.namespace)
+            self._autoscalers[ref.namespace] = {
+                h.spec.scale_target_ref.name: h.metadata.name
+                for h in listing.items
+                if h.spec.scale_target_ref.kind == ref.kind
+            }
+        name = self._autoscalers[ref.namespace].get(ref.name)
+        return f"{ref.namespace}/{name}" if name else None
+
+    def _owners(self, pods: Iterable[tuple[Any, str]]) -> list[_Owner]:
+        owners: dict[WorkloadRef, _Owner] = {}
+        for pod, node in pods:
+            ref = self._owner_ref(pod)
+            owner = owners.setdefault(ref, _Owner(ref=ref))
+            owner.pods.append(PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node))
+            for budget in self.pdbs.selecting(pod):
+                allowed = (budget.status.disruptions_allowed or 0) if budget.status else 0
+                owner.disruptions_allowed = (
+                    allowed if owner.disruptions_allowed is None else min(owner.disruptions_allowed, allowed)
+                )
+        return sorted(owners.values(), key=lambda o: o.ref)
+
+    def _facts(self, owner: _Owner) -> WorkloadFacts:
+        ref = owner.ref
+        facts = WorkloadFacts(
+            kind=ref.kind,
+            namespace=ref.namespace,
+            name=ref.name,
+            pods_on_nodes=len(owner.pods),
+            disruptions_allowed=owner.disruptions_allowed,
+        )
+        if ref.kind != "Deployment" or owner.disruptions_allowed is None:
+            return facts
+        try:
+            deployment = call_with_retry(self.cluster.apps.read_namespaced_deployment, ref.name, ref.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return facts
+            raise
+        owner.deployment = deployment
+        desired = deployment.spec.replicas if deployment.spec.replicas is not None else 1
+        status = deployment.status
+        rolling_out = status is None or (
+            (status.observed_generation or 0) < (deployment.metadata.generation or 0)
+            or (status.updated_replicas or 0) < desired
+            or (status.replicas or 0) > desired
+        )
+        return WorkloadFacts(
+            kind=ref.kind,
+            namespace=ref.namespace,
+            name=ref.name,
+            replicas=desired,
+            pods_on_nodes=len(owner.pods),
+            disruptions_allowed=owner.disruptions_allowed,
+            autoscaler=self._autoscaler_of(ref),
+            gitops=gitops_marker(deployment.metadata.labels or {}, deployment.metadata.annotations or {}),
+            leftover_record=record_of(deployment) is not None,
+            rolling_out=rolling_out,
+        )
+
+    def plan(self, pods: Iterable[tuple[Any, str]]) -> list[tuple[_Owner, SurgeDecision]]:
+        """Each owner of these pods (pod, its node) with its decision; changes nothing."""
+        return [(owner, decide(self._facts(owner), self.surge_max)) for owner in self._owners(pods)]
+
+    @staticmethod
+    def as_plans(decisions: list[tuple[_Owner, SurgeDecision]]) -> tuple[ev.SurgePlan, ...]:
+        return tuple(
+            ev.SurgePlan(
+                workload=owner.ref,
+                surge=decision.surge,
+                reason=decision.reason,
+                warning=decision.warning,
+                pods=tuple(map(str, owner.pods)),
+            )
+            for owner, decision in decisions
+            if owner.disruptions_allowed is not None or decision.warning
+        )
+
+    # --- raising --------------------------------------------------------------------------
+
+    def start(self, pods: Iterable[tuple[Any, str]], *, nodes: tuple[str, ...]) -> None:
+        """Raise every workload that may surge and wait until its extra pods are Ready (or give it up)."""
+        for owner, decision in self.plan(pods):
+            if owner.disruptions_allowed is None and not decision.warning:
+                continue  # no PDB: nothing to wait for, nothing to say
+            if decision.surge <= 0 or owner.deployment is None:
+                self.emit(
+                    ev.SurgeSkipped(
+                        workload=owner.ref, reason=decision.reason, pods=tuple(owner.pods), warning=decision.warning
+                    )
+                )
+                continue
+            self._raise(owner, decision, nodes)
+        self._wait_ready()
+
+    def _raise(self, owner: _Owner, decision: SurgeDecision, nodes: tuple[str, ...]) -> None:
+        deployment = owner.deployment
+        assert deployment is not None
+        original = deployment.spec.replicas if deployment.spec.replicas is not None else 1
+        try:
+            begin(self.cluster, deployment, added=decision.surge, drain=self.drain)
+        except CountChanged:
+            self.emit(
+                ev.SurgeSkipped(
+                    workload=owner.ref,
+                    reason="it changed while the drain looked at it; the drain waits for its PDB",
+                    pods=tuple(owner.pods),
+                )
+            )
+            return
+        surged = _Surged(
+            ref=owner.ref,
+            original=original,
+            added=decision.surge,
+            current=original + decision.surge,
+            available_before=(deployment.status.available_replicas or 0) if deployment.status else 0,
+            selector=dict(deployment.spec.selector.match_labels or {}),
+            pods=frozenset((p.namespace, p.name) for p in owner.pods),
+        )
+        self._surged[owner.ref] = surged
+        for key in surged.pods:
+            self._by_pod[key] = surged
+        self.emit(
+            ev.SurgeStarted(
+                workload=owner.ref,
+                original=original,
+                replicas=surged.current,
+                pods=tuple(owner.pods),
+                warning=decision.warning,
+            )
+        )
+        record_workload_event(
+            self.cluster,
+            kind="Deployment",
+            namespace=owner.ref.namespace,
+            name=owner.ref.name,
+            reason="SurgeStarted",
+            message=(
+                f"Replicas raised from {original} to {surged.current} by kubectl rollout-plus drain {self.drain} "
+                f"before evicting {len(owner.pods)} pod(s) from {', '.join(nodes)}"
+            ),
+        )
+
+    def _wait_ready(self) -> None:
+        waiting = dict(self._surged)
+        if not waiting:
+            return
+        started = time.monotonic()
+        changed = threading.Event()
+        collections = {
+            namespace: WatchedCollection(
+                self.cluster.apps.list_namespaced_deployment,
+                namespace=namespace,
+                description=f"Deployments in {namespace}",
+                on_change=changed.set,
+            ).start()
+            for namespace in {ref.namespace for ref in waiting}
+        }
+        try:
+            while waiting and not self.cancel.is_set():
+                for ref, surged in list(waiting.items()):
+                    deployment = collections[ref.namespace].get((ref.namespace, ref.name))
+                    verdict = self._readiness(surged, deployment, time.monotonic() - started)
+                    if verdict is None:
+                        continue
+                    del waiting[ref]
+                    if verdict == "":
+                        self.emit(
+                            ev.SurgeReady(workload=ref, replicas=surged.current, seconds=time.monotonic() - started)
+                        )
+                    else:
+                        self._give_up(surged, verdict)
+                if waiting:
+                    # Woken by the watch; the 1 s cap serves the bounded wait and the cancel flag.
+                    changed.wait(1.0)
+                    changed.clear()
+        finally:
+            for collection in collections.values():
+                collection.stop()
+        for surged in waiting.values():
+            self._give_up(surged, "the drain was cancelled")
+
+    def _readiness(self, surged: _Surged, deployment: Any, waited: float) -> str | None:
+        """None: still waiting; "": Ready; otherwise why the surge is given up."""
+        if deployment is None:
+            return "the Deployment was deleted"
+        status = deployment.status
+        available = (status.available_replicas or 0) if status else 0
+        if available >= surged.available_before + surged.added:
+            return ""
+        failure = next((c for c in (status.conditions or []) if c.type == "ReplicaFailure"), None) if status else None
+        if failure is not None and failure.status == "True":
+            return f"its ReplicaSet cannot create the extra pods: {self._replica_failure(surged, failure)}"
+        if waited < self.ready_timeout:
+            return None
+        return self._why_not_ready(surged, waited)
+
+    def _replica_failure(self, surged: _Surged, fallback: Any) -> str:
+        """The ReplicaSet's own ReplicaFailure message (quota refusals are worded there), else the Deployment's copy."""
+        selector = ",".join(f"{k}={v}" for k, v in sorted(surged.selector.items()))
+        listing = call_with_retry(
+            self.cluster.apps.list_namespaced_replica_set, surged.ref.namespace, label_selector=selector or None
+        )
+        for replica_set in listing.items:
+            for condition in (replica_set.status.conditions if replica_set.status else None) or []:
+                if condition.type == "ReplicaFailure" and condition.status == "True":
+                    return f"{condition.reason}: {condition.message}"
+        return f"{fallback.reason}: {fallback.message}"
+
+    def _why_not_ready(self, surged: _Surged, waited: float) -> str:
+        selector = ",".join(f"{k}={v}" for k, v in sorted(surged.selector.items()))
+        pods = call_with_retry(
+            self.cluster.core.list_namespaced_pod, surged.ref.namespace, label_selector=selector or None
+        ).items
+        pending = [p for p in pods if p.status is not None and p.status.phase == "Pending"]
+        unscheduled = [
+            c.message
+            for p in pending
+            for c in (p.status.conditions or [])
+            if c.type == "PodScheduled" and c.status == "False" and c.message
+        ]
+        if unscheduled:
+            return (
+                f"{len(unscheduled)} extra pod(s) stayed Pending for {waited:.0f}s, no room on other nodes "
+                f"({unscheduled[0]})"
+            )
+        return f"the extra pods were not Ready after {waited:.0f}s ({len(pending)} Pending)"
+
+    def _give_up(self, surged: _Surged, why: str) -> None:
+        """Put the count back at once; the drain then waits for the PDB as it would without --surge."""
+        self._restore(surged)
+        self.emit(
+            ev.SurgeSkipped(
+                workload=surged.ref,
+                reason=f"surge given up: {why}; the drain waits for its PDB",
+                pods=tuple(PodRef(namespace=ns, name=name) for ns, name in sorted(surged.pods)),
+            )
+        )
+
+    def surged(self) -> list[str]:
+        """The workloads raised and Ready now, with their counts, for a person."""
+        return [f"{s.ref} {s.original}->{s.original + s.added}" for s in self._surged.values()]
+
+    # --- lowering and restoring -----------------------------------------------------------
+
+    def evicted(self, pod: PodRef) -> None:
+        """A drained pod was evicted: lower its workload's count by one (never below the original)."""
+        surged = self._by_pod.get((pod.namespace, pod.name))
+        if surged is None:
+            return
+        with surged.lock:
+            if surged.let_go:
+                return
+            surged.evicted += 1
+            target = surged.original + max(0, surged.added - surged.evicted)
+            if target == surged.current:
+                return
+            try:
+                set_count(self.cluster, surged.ref.namespace, surged.ref.name, expected=surged.current, replicas=target)
+            except CountChanged:
+                log.info("%s: its count was changed by someone else; the drain leaves it alone", surged.ref)
+                surged.let_go = True
+                return
+            surged.current = target
+
+    def _restore(self, surged: _Surged) -> None:
+        with surged.lock:
+            if self._surged.pop(surged.ref, None) is None:
+                return
+            for key in surged.pods:
+                self._by_pod.pop(key, None)
+            outcome = restore(
+                self.cluster,
+                surged.ref.namespace,
+                surged.ref.name,
+                expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
+            )
+        replicas = outcome.replicas if outcome is not None else surged.original
+        count_restored = outcome.count_restored if outcome is not None else False
+        self.emit(
+            ev.SurgeRestored(workload=surged.ref, replicas=replicas, drain=self.drain, count_restored=count_restored)
+        )
+        record_workload_event(
+            self.cluster,
+            kind="Deployment",
+            namespace=surged.ref.namespace,
+            name=surged.ref.name,
+            reason="SurgeRestored",
+            message=(
+                f"Replicas restored to {replicas} by kubectl rollout-plus drain {self.drain}"
+                if count_restored
+                else f"Surge of drain {self.drain} ended; the count had been changed to {replicas} and was left so"
+            ),
+        )
+
+    def finish(self) -> None:
+        """Restore every count this session raised (called whatever happened)."""
+        for surged in list(self._surged.values()):
+            try:
+                self._restore(surged)
+            except (ApiException, CountChanged, OSError) as err:
+                # The record stays on the object: the next drain, uncordon or resume restores it.
+                log.warning("could not restore %s now (%s); its record stays for the next drain", surged.ref, err)

@@ -1,0 +1,474 @@
+"""`drain --surge` against the real control plane: the Deployment and ReplicaSet controllers, the
+disruption controller and the scheduler decide; watchers prove the invariants throughout.
+
+Each test gets its own kwok nodes (``dedicated_nodes``); the plugin runs as a separate process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import manifests
+import pytest
+import watching
+from cluster_setup import deploy
+from integration.test_drain import add_pdb, by_type, node_state, only_schedulable, pods_on, snapshot
+from invariants import HealthyPods
+from kubernetes import client, watch
+from plugin import events, run_plugin
+
+from kubectl_rollout.drain import surge_record
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.watched_collection import stop_watch
+
+
+class ReplicaHistory:
+    """Every spec.replicas a Deployment had, in the API server's order, from before the drain until after it."""
+
+    def __init__(self, cluster: Cluster, namespace: str, name: str) -> None:
+        self.cluster, self.namespace, self.name = cluster, namespace, name
+        self.counts: list[int] = []
+        self._watch = watch.Watch()
+        self._stopping = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> ReplicaHistory:
+        listing = self.cluster.apps.list_namespaced_deployment(
+            self.namespace, field_selector=f"metadata.name={self.name}"
+        )
+        self.counts = [d.spec.replicas for d in listing.items]
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for event in self._watch.stream(
+                self.cluster.apps.list_namespaced_deployment,
+                self.namespace,
+                field_selector=f"metadata.name={self.name}",
+                resource_version=self._rv,
+                timeout_seconds=600,
+            ):
+                replicas = event["object"].spec.replicas
+                if not self.counts or self.counts[-1] != replicas:
+                    self.counts.append(replicas)
+        except Exception as err:
+            if not self._stopping:
+                self.error = err
+
+    def stop(self) -> list[int]:
+        time.sleep(0.5)  # the last change reaches the watch
+        self._stopping = True
+        stop_watch(self._watch)
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+        return self.counts
+
+
+def drain(kubeconfig: Path, *args: str, timeout: float = 180) -> Any:
+    return run_plugin("drain", *args, "-o", "jsonl", kubeconfig=kubeconfig, timeout=timeout)
+
+
+def surge_labels(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
+    labels = cluster.apps.read_namespaced_deployment(name, namespace).metadata.labels or {}
+    return {k: v for k, v in labels.items() if k.startswith("rollout-plus.kubectl.io/surge")}
+
+
+def replicas_of(cluster: Cluster, namespace: str, name: str) -> int:
+    return int(cluster.apps.read_namespaced_deployment(name, namespace).spec.replicas)
+
+
+def kube_events(cluster: Cluster, namespace: str, name: str) -> list[str]:
+    return [
+        e.reason
+        for e in cluster.core.list_namespaced_event(namespace).items
+        if e.involved_object.kind == "Deployment" and e.involved_object.name == name
+    ]
+
+
+def one_replica_min_available_one(cluster: Cluster, namespace: str, target: str, spare: str) -> None:
+    with only_schedulable(cluster, target, [spare]):
+        deploy(cluster, namespace, "web", 1, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+
+
+# --- the classic case: one replica, minAvailable 1 ----------------------------------------------
+
+
+def test_one_replica_min_available_one_blocks_without_surge_and_names_the_way_out(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    one_replica_min_available_one(cluster, namespace, target, spare)
+
+    result = run_plugin("drain", target, "--timeout", "4s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    assert f"PodDisruptionBudget {namespace}/web (healthy 1, needs 1) allows no disruption now" in result.stderr
+    assert "--surge" in result.stderr  # the hint
+    assert replicas_of(cluster, namespace, "web") == 1
+    assert surge_labels(cluster, namespace, "web") == {}
+
+
+def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    one_replica_min_available_one(cluster, namespace, target, spare)
+    healthy = HealthyPods(cluster, namespace).start()
+    history = ReplicaHistory(cluster, namespace, "web").start()
+
+    started = time.monotonic()
+    result = drain(kubeconfig, target, "--surge", timeout=60)
+    elapsed = time.monotonic() - started
+    healthy.settle({"web": 1})
+
+    assert result.returncode == 0, result.stderr
+    assert healthy.stop() == {"web": 1}  # never fewer Ready than before the drain
+    assert history.stop() == [1, 2, 1]  # raised by one, then back: nothing else touched the count
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    assert [p.spec.node_name for p in cluster.core.list_namespaced_pod(namespace).items] == [spare]
+    types = [e["type"] for e in events(result)]
+    assert types.index("SurgeStarted") < types.index("SurgeReady") < types.index("PodEvicted")
+    assert types.index("PodEvicted") < types.index("SurgeRestored")
+    restored = by_type(result, "SurgeRestored")[0]
+    assert restored["replicas"] == 1
+    assert restored["count_restored"]
+    assert not restored["leftover"]
+    assert surge_labels(cluster, namespace, "web") == {}
+    assert {"SurgeStarted", "SurgeRestored"} <= set(kube_events(cluster, namespace, "web"))
+    node_events = cluster.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={target}"
+    ).items
+    assert "Surged" in {e.reason for e in node_events}
+    assert elapsed < 30
+
+
+# --- the milder case: 3 x 10 pods behind maxUnavailable 1 ------------------------------------------
+
+
+def test_three_deployments_of_ten_behind_max_unavailable_one(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    apps = ("web", "api", "db")
+    with only_schedulable(cluster, target, [spare]):
+        for app in apps:
+            deploy(cluster, namespace, app, 10, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+            add_pdb(cluster, namespace, app, app=app, expected=10, max_unavailable=1)
+    healthy = HealthyPods(cluster, namespace).start()
+    histories = {app: ReplicaHistory(cluster, namespace, app).start() for app in apps}
+
+    result = drain(kubeconfig, target, "--surge")
+    healthy.settle(dict.fromkeys(apps, 10))
+
+    assert result.returncode == 0, result.stderr
+    # the PDB needs 9; the surge keeps every pre-drain pod's worth of Ready pods throughout
+    assert healthy.stop() == dict.fromkeys(apps, 10)
+    for app, history in histories.items():
+        counts = history.stop()
+        assert (counts[0], counts[-1], min(counts), max(counts)) == (10, 10, 10, 20), (app, counts)
+        assert surge_labels(cluster, namespace, app) == {}
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    assert len(by_type(result, "SurgeRestored")) == 3
+
+
+def test_node_batch_surges_the_whole_batch_at_once(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    first, second, spare = dedicated_nodes(3)
+    with only_schedulable(cluster, first, [second, spare]):
+        deploy(cluster, namespace, "web", 2, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+    with only_schedulable(cluster, second, [first, spare]):
+        cluster.apps.patch_namespaced_deployment("web", namespace, {"spec": {"replicas": 4}})
+        watching.until(
+            cluster.apps.list_namespaced_deployment,
+            lambda d: d.metadata.name == "web" and (d.status.available_replicas or 0) == 4,
+            namespace=namespace,
+            timeout=60,
+            what="web at 4",
+        )
+    add_pdb(cluster, namespace, "web", app="web", expected=4, min_available=4)
+    healthy = HealthyPods(cluster, namespace).start()
+
+    result = drain(kubeconfig, first, second, "--surge", "--node-batch", "2")
+    healthy.settle({"web": 4})
+
+    assert result.returncode == 0, result.stderr
+    assert healthy.stop() == {"web": 4}
+    started = by_type(result, "SurgeStarted")
+    assert len(started) == 1
+    assert started[0]["original"] == 4
+    assert started[0]["replicas"] == 8
+    assert {p["node"] for p in started[0]["pods"]} == {first, second}
+    assert replicas_of(cluster, namespace, "web") == 4
+
+
+# --- crash safety ------------------------------------------------------------------------------
+
+
+def _run_until(kubeconfig: Path, args: list[str], line_has: str, timeout: float = 60) -> tuple[int, list[str]]:
+    """Start the plugin, SIGKILL it as soon as a line of its output contains ``line_has``; its lines so far."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubectl_rollout", *args, "-o", "jsonl", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ},
+    )
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    for line in process.stdout:
+        seen.append(line)
+        if line_has in line:
+            os.kill(process.pid, signal.SIGKILL)
+            break
+        if time.monotonic() > deadline:
+            break
+    process.kill()
+    process.wait(10)
+    return process.returncode, seen
+
+
+@pytest.mark.parametrize(
+    ("kill_after", "replicas", "min_available"),
+    [
+        pytest.param('"type": "SurgeStarted"', 1, 1, id="right-after-the-scale-up"),
+        pytest.param('"type": "PodEvicted"', 3, 3, id="mid-eviction"),
+    ],
+)
+def test_sigkill_leaves_a_record_that_the_next_drain_restores(
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+    kill_after: str,
+    replicas: int,
+    min_available: int,
+) -> None:
+    target, spare = dedicated_nodes(2)
+    with only_schedulable(cluster, target, [spare]):
+        deploy(cluster, namespace, "web", replicas, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=replicas, min_available=min_available)
+    healthy = HealthyPods(cluster, namespace).start()
+
+    code, _ = _run_until(kubeconfig, ["drain", target, "--surge"], kill_after)
+
+    assert code == -signal.SIGKILL
+    record = surge_labels(cluster, namespace, "web")
+    assert record[surge_record.ORIGINAL] == str(replicas), record
+    assert replicas_of(cluster, namespace, "web") > replicas
+
+    again = drain(kubeconfig, target, "--surge")
+    healthy.settle({"web": replicas})
+
+    assert again.returncode == 0, again.stderr
+    assert healthy.stop() == {"web": replicas}
+    leftover = [e for e in by_type(again, "SurgeRestored") if e["leftover"]]
+    assert len(leftover) == 1
+    assert leftover[0]["replicas"] == replicas
+    assert leftover[0]["drain"] == record[surge_record.SURGED_BY]
+    assert replicas_of(cluster, namespace, "web") == replicas
+    assert surge_labels(cluster, namespace, "web") == {}
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+
+
+def test_uncordon_restores_a_leftover_surge(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    one_replica_min_available_one(cluster, namespace, target, spare)
+    code, _ = _run_until(kubeconfig, ["drain", target, "--surge"], '"type": "SurgeStarted"')
+    assert code == -signal.SIGKILL
+    assert replicas_of(cluster, namespace, "web") == 2
+
+    result = run_plugin("uncordon", target, kubeconfig=kubeconfig)
+
+    assert result.returncode == 0, result.stderr
+    assert "restored a surge left by drain" in result.stderr
+    assert f"Deployment {namespace}/web back to 1 replicas" in result.stderr
+    assert replicas_of(cluster, namespace, "web") == 1
+    assert surge_labels(cluster, namespace, "web") == {}
+    assert node_state(cluster, target)[0] is False
+
+
+# --- what cannot surge ----------------------------------------------------------------------------
+
+
+def test_no_room_elsewhere_gives_the_surge_up_after_a_bounded_wait(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 1, pool=namespace, node=target)
+    add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+    healthy = HealthyPods(cluster, namespace).start()
+
+    result = run_plugin("drain", target, "--surge", "--surge-wait", "3s", "--timeout", "10s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    assert (
+        f"Deployment {namespace}/web not surged: surge given up: 1 extra pod(s) stayed Pending for 3s" in result.stderr
+    )
+    assert "no room on other nodes" in result.stderr
+    assert "(not surged: surge given up" in result.stderr  # the blocker line says it too
+    assert healthy.stop() == {"web": 1}
+    assert replicas_of(cluster, namespace, "web") == 1
+    assert surge_labels(cluster, namespace, "web") == {}
+
+
+def test_a_resource_quota_refusing_the_extra_pods_is_read_from_the_replica_set(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    one_replica_min_available_one(cluster, namespace, target, spare)
+    cluster.core.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}}
+    )
+    watching.until(
+        cluster.core.list_namespaced_resource_quota,
+        lambda q: q.status is not None and (q.status.used or {}).get("pods") == "1",
+        namespace=namespace,
+        timeout=30,
+        what="quota counted",
+    )
+
+    result = run_plugin("drain", target, "--surge", "--timeout", "15s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    assert f"Deployment {namespace}/web not surged: surge given up: its ReplicaSet cannot create the extra pods: " in (
+        result.stderr
+    )
+    assert "exceeded quota" in result.stderr
+    assert replicas_of(cluster, namespace, "web") == 1
+    assert surge_labels(cluster, namespace, "web") == {}
+
+
+def test_plan_explains_each_workload_statefulset_hpa_gitops(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 1, pool=namespace)
+    add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+    deploy(cluster, namespace, "scaled", 1, pool=namespace)
+    add_pdb(cluster, namespace, "scaled", app="scaled", expected=1, min_available=1)
+    client.AutoscalingV2Api(cluster.api_client).create_namespaced_horizontal_pod_autoscaler(
+        namespace,
+        {
+            "metadata": {"name": "scaled"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled"},
+                "minReplicas": 1,
+                "maxReplicas": 3,
+            },
+        },
+    )
+    deploy(cluster, namespace, "synced", 1, pool=namespace, labels=None)
+    cluster.apps.patch_namespaced_deployment(
+        "synced", namespace, {"metadata": {"labels": {"argocd.argoproj.io/instance": "shop"}}}
+    )
+    add_pdb(cluster, namespace, "synced", app="synced", expected=1, min_available=1)
+    cluster.apps.create_namespaced_stateful_set(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": manifests.pod_template("db", spec=manifests.placement(namespace)),
+            },
+        },
+    )
+    watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda p: p.metadata.name == "db-0" and p.status.phase == "Running",
+        namespace=namespace,
+        timeout=30,
+        what="db-0",
+    )
+    add_pdb(cluster, namespace, "db", app="db", expected=1, min_available=1)
+    before = snapshot(cluster, namespace, target)
+
+    result = run_plugin("drain", target, "--surge", "--plan", kubeconfig=kubeconfig)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+
+    def row(workload: str) -> str:
+        return next(line for line in lines if workload in line and "PODS" not in line)
+
+    assert "+1" in row(f"Deployment {namespace}/web ")
+    assert "surge by 1 (from 1 to 2 replicas)" in row(f"Deployment {namespace}/web ")
+    assert f"HorizontalPodAutoscaler {namespace}/scaled sets its replica count" in row(f"{namespace}/scaled ")
+    assert "StatefulSet's pods have identities" in row(f"StatefulSet {namespace}/db ")
+    assert "+1" in row(f"Deployment {namespace}/synced ")
+    assert (
+        f"Warning: Deployment {namespace}/synced: managed by GitOps (label argocd.argoproj.io/instance=shop)"
+        in result.stdout
+    )
+    assert snapshot(cluster, namespace, target) == before
+    assert node_state(cluster, target)[0] is False
+
+    as_json = run_plugin("drain", target, "--surge", "--plan", "-o", "json", kubeconfig=kubeconfig)
+    import json
+
+    document = json.loads(as_json.stdout)
+    assert {s["workload"]["name"]: s["surge"] for s in document["surges"]} == {
+        "web": 1,
+        "scaled": 0,
+        "synced": 1,
+        "db": 0,
+    }
+
+    # The drain itself: the HPA's Deployment and the StatefulSet wait for their PDB, and say why.
+    run = run_plugin("drain", target, "--surge", "--timeout", "8s", kubeconfig=kubeconfig)
+    assert run.returncode == 1
+    assert f"StatefulSet {namespace}/db not surged: a StatefulSet's pods have identities" in run.stderr
+    assert f"Deployment {namespace}/scaled not surged: HorizontalPodAutoscaler" in run.stderr
+    for name in ("web", "scaled", "synced"):
+        assert replicas_of(cluster, namespace, name) == 1
+        assert surge_labels(cluster, namespace, name) == {}
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--surge", "--surge-max", "0"], "'0' would surge nothing; give at least 1"),
+        (["--surge", "--surge-max", "0%"], "'0%' would surge nothing; give at least 1%"),
+        (["--surge", "--surge-max", "lots"], "'lots' is neither a count nor a percentage of replicas; e.g. 3 or 25%"),
+        (["--surge", "--surge-max", "-1"], "is neither a count nor a percentage"),
+        (["--surge-max", "2"], "--surge-max bounds a surge; add --surge"),
+        (["--surge", "--disable-eviction"], "--surge makes room for evictions"),
+    ],
+)
+def test_bad_surge_input_is_one_clear_line_and_changes_nothing(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, args: list[str], message: str
+) -> None:
+    target, spare = dedicated_nodes(2)
+    one_replica_min_available_one(cluster, namespace, target, spare)
+    before = snapshot(cluster, namespace, target)
+
+    result = run_plugin("drain", target, *args, kubeconfig=kubeconfig)
+
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(cluster, namespace, target) == before
+    assert node_state(cluster, target)[0] is False
+    assert replicas_of(cluster, namespace, "web") == 1
