@@ -28,7 +28,14 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.drain.surge import SurgeDecision, SurgeMax, WorkloadFacts, decide, gitops_marker
+from kubectl_rollout.drain.surge import (
+    SurgeDecision,
+    SurgeMax,
+    WorkloadFacts,
+    decide,
+    gitops_marker,
+    lowered_replicas,
+)
 from kubectl_rollout.drain.surge_record import CountChanged, begin, record_of, restore, set_count
 from kubectl_rollout.drain.surge_record import leftovers as recorded_leftovers
 from kubectl_rollout.drain.workload_events import record_workload_event
@@ -64,7 +71,8 @@ class _Surged:
     added: int
     #: the count this drain set last
     current: int
-    available_before: int
+    #: available replicas that mean every extra pod is Ready
+    target: int
     selector: dict[str, str]
     pods: frozenset[tuple[str, str]]
     evicted: int = 0
@@ -207,11 +215,9 @@ class SurgeSession:
         owner.deployment = deployment
         desired = deployment.spec.replicas if deployment.spec.replicas is not None else 1
         status = deployment.status
-        rolling_out = status is None or (
-            (status.observed_generation or 0) < (deployment.metadata.generation or 0)
-            or (status.updated_replicas or 0) < desired
-            or (status.replicas or 0) > desired
-        )
+        # Pods of an older template still running: a rollout is under way. (A scale in progress, such as a
+        # leftover surge just restored, is not one: every pod is of the current template.)
+        rolling_out = status is not None and (status.updated_replicas or 0) < (status.replicas or 0)
         return WorkloadFacts(
             kind=ref.kind,
             namespace=ref.namespace,
@@ -280,7 +286,10 @@ class SurgeSession:
             original=original,
             added=decision.surge,
             current=original + decision.surge,
-            available_before=(deployment.status.available_replicas or 0) if deployment.status else 0,
+            # Ready means this many available: the surge on top of what was available (at most the count;
+            # a scale-down still under way must not raise the bar).
+            target=min(original, (deployment.status.available_replicas or 0) if deployment.status else 0)
+            + decision.surge,
             selector=dict(deployment.spec.selector.match_labels or {}),
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
         )
@@ -353,7 +362,7 @@ class SurgeSession:
             return "the Deployment was deleted"
         status = deployment.status
         available = (status.available_replicas or 0) if status else 0
-        if available >= surged.available_before + surged.added:
+        if available >= surged.target:
             return ""
         failure = next((c for c in (status.conditions or []) if c.type == "ReplicaFailure"), None) if status else None
         if failure is not None and failure.status == "True":
@@ -419,7 +428,7 @@ class SurgeSession:
             if surged.let_go:
                 return
             surged.evicted += 1
-            target = surged.original + max(0, surged.added - surged.evicted)
+            target = lowered_replicas(original=surged.original, surge=surged.added, evicted=surged.evicted)
             if target == surged.current:
                 return
             try:
