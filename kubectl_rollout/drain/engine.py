@@ -85,6 +85,8 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
             needed += [
                 Permission("list", "deployments", group="apps"),
                 Permission("patch", "deployments", group="apps"),
+                Permission("create", "leases", group="coordination.k8s.io"),
+                Permission("update", "leases", group="coordination.k8s.io"),
             ]
     return needed
 
@@ -164,7 +166,7 @@ class DrainEngine:
         if self.options.dry_run is not DryRun.NONE:
             return
         try:
-            restore_leftovers(self.cluster, self.emit)
+            restore_leftovers(self.cluster, self.emit, self.cancel)
         except ApiException as err:
             if err.status != 403 or self.surge_max is not None:
                 raise

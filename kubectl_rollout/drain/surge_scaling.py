@@ -47,6 +47,7 @@ from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import controller_of
 from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld, LeaseKeeper, WorkloadLease
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,38 @@ class _Surged:
     #: somebody else changed the count: leave it alone
     let_go: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the Lease that tells other drains this surge is alive
+    keeper: LeaseKeeper | None = None
 
 
-def restore_leftovers(cluster: Cluster, emit: Emit) -> list[ev.SurgeRestored]:
-    """Restore every surge record a killed or failed drain left in the cluster, reporting each one."""
+def surge_lease(cluster: Cluster, namespace: str, name: str) -> WorkloadLease:
+    """``rollout-plus.surge.NAME``: held (renewed every 5 s) by the drain that surges Deployment NAME."""
+    return WorkloadLease(
+        cluster,
+        namespace,
+        name,
+        lease_name=f"rollout-plus.surge.{name}",
+        subject=f"Deployment {namespace}/{name} is being surged",
+        advice="another drain is surging it; its pods wait for their PDB",
+    )
+
+
+def restore_leftovers(cluster: Cluster, emit: Emit, cancel: threading.Event | None = None) -> list[ev.SurgeRestored]:
+    """Restore every surge record a killed or failed drain left in the cluster, reporting each one.
+
+    A record whose drain still renews its Lease belongs to a drain that is alive and is left alone; a
+    Lease not renewed yet is waited out (at most its 15 s): a drain killed a moment ago looks alive until then.
+    """
+    records = recorded_leftovers(cluster)
+    leases = {(r.namespace, r.name): surge_lease(cluster, r.namespace, r.name) for r in records}
+    wait = max((lease.seconds_left() for lease in leases.values()), default=0.0)
+    if wait > 0:
+        (cancel or threading.Event()).wait(min(wait, LEASE_SECONDS) + 0.5)
     restored = []
-    for record in recorded_leftovers(cluster):
+    for record in records:
+        if leases[(record.namespace, record.name)].seconds_left() > 0:
+            log.info("surge of %s/%s: its drain is alive (Lease renewed); left alone", record.namespace, record.name)
+            continue
         outcome = restore(cluster, record.namespace, record.name)
         if outcome is None:
             continue
@@ -270,9 +297,16 @@ class SurgeSession:
         deployment = owner.deployment
         assert deployment is not None
         original = deployment.spec.replicas if deployment.spec.replicas is not None else 1
+        keeper = LeaseKeeper(surge_lease(self.cluster, owner.ref.namespace, owner.ref.name), self.cancel)
+        try:
+            keeper.start()
+        except LeaseHeld as held:
+            self.emit(ev.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
+            return
         try:
             begin(self.cluster, deployment, added=decision.surge, drain=self.drain)
         except CountChanged:
+            keeper.stop()
             self.emit(
                 ev.SurgeSkipped(
                     workload=owner.ref,
@@ -292,6 +326,7 @@ class SurgeSession:
             + decision.surge,
             selector=dict(deployment.spec.selector.match_labels or {}),
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
+            keeper=keeper,
         )
         self._surged[owner.ref] = surged
         for key in surged.pods:
@@ -451,6 +486,8 @@ class SurgeSession:
                 surged.ref.name,
                 expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
             )
+            if surged.keeper is not None:
+                surged.keeper.stop()
         replicas = outcome.replicas if outcome is not None else surged.original
         count_restored = outcome.count_restored if outcome is not None else False
         self.emit(
