@@ -417,11 +417,14 @@ def test_plan_explains_each_workload_statefulset_hpa_gitops(
     lines = result.stdout.splitlines()
 
     def row(workload: str) -> str:
-        return next(line for line in lines if workload in line and "PODS" not in line)
+        # the surge table's row, not a pod's row that names the PDB of the same name
+        return next(line for line in lines if line.strip().startswith(workload))
 
     assert "+1" in row(f"Deployment {namespace}/web ")
     assert "surge by 1 (from 1 to 2 replicas)" in row(f"Deployment {namespace}/web ")
-    assert f"HorizontalPodAutoscaler {namespace}/scaled sets its replica count" in row(f"{namespace}/scaled ")
+    assert f"HorizontalPodAutoscaler {namespace}/scaled sets its replica count" in row(
+        f"Deployment {namespace}/scaled "
+    )
     assert "StatefulSet's pods have identities" in row(f"StatefulSet {namespace}/db ")
     assert "+1" in row(f"Deployment {namespace}/synced ")
     assert (
