@@ -275,6 +275,140 @@ def pdb_scenario(
     return results
 
 
+def _drain_once(
+    cluster: Cluster,
+    kubeconfig: Path,
+    nodes: list[str],
+    audit_log: Path,
+    *,
+    tool: str,
+    namespace: str,
+    replicas: int,
+    apps: list[str],
+    pdb_spec: dict[str, Any],
+    timeout: str,
+) -> dict[str, Any]:
+    """Pack the apps onto one node, drain it with ``tool``; seconds, whether it finished, API requests."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    target = nodes[0]
+    prepare(cluster, namespace, [target], nodes, apps, replicas=replicas, max_unavailable=1, ready_after="1s")
+    for app in apps:
+        cluster.policy.patch_namespaced_pod_disruption_budget(
+            app,
+            namespace,
+            [{"op": "replace", "path": "/spec", "value": {**pdb_spec, "selector": {"matchLabels": {"app": app}}}}],
+        )
+    time.sleep(2)
+    if tool == "kubectl":
+        command = [str(KUBECTL), "drain", target, "--ignore-daemonsets", f"--timeout={timeout}"]
+        agent = "kubectl/"
+    else:
+        command = [str(PLUGIN), "drain", target, "--ignore-daemonsets", f"--timeout={timeout}", "--in-process"]
+        command += ["--surge"] if tool == "surge" else []
+        agent = "kubectl-rollout-plus/"
+    since = time.time()
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    elapsed = time.monotonic() - started
+    until = time.time()
+    time.sleep(2)  # the audit log's batch is flushed
+    requests = audit_requests(audit_log, since, until, agent=agent)
+    cluster.core.delete_namespace(namespace)
+    cluster.core.patch_node(target, {"spec": {"unschedulable": None}})
+    return {"seconds": elapsed, "finished": result.returncode == 0, "requests": requests}
+
+
+def surge_scenario(
+    cluster: Cluster, kubeconfig: Path, nodes: list[str], audit_log: Path, runs: int, *, with_kubectl: bool = True
+) -> None:
+    """--surge vs plain vs kubectl drain, alternating in each round; medians over the rounds."""
+    tools = ["surge", "plain", "kubectl"] if with_kubectl else ["surge", "plain"]
+    wide: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
+    # the same budget as maxUnavailable 1 of 10, written as minAvailable 9: extra replicas are room at once
+    wide_min: dict[str, list[dict[str, Any]]] = {t: [] for t in ("surge", "plain")}
+    single: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
+    for round_ in range(runs):
+        for tool in ("surge", "plain"):
+            wide_min[tool].append(
+                _drain_once(
+                    cluster,
+                    kubeconfig,
+                    nodes,
+                    audit_log,
+                    tool=tool,
+                    namespace=f"min-{tool}-{round_}",
+                    replicas=10,
+                    apps=["web", "api", "db"],
+                    pdb_spec={"minAvailable": 9},
+                    timeout="300s",
+                )
+            )
+        for tool in tools:
+            wide[tool].append(
+                _drain_once(
+                    cluster,
+                    kubeconfig,
+                    nodes,
+                    audit_log,
+                    tool=tool,
+                    namespace=f"surge-{tool}-{round_}",
+                    replicas=10,
+                    apps=["web", "api", "db"],
+                    pdb_spec={"maxUnavailable": 1},
+                    timeout="300s",
+                )
+            )
+        for tool in tools:
+            single[tool].append(
+                _drain_once(
+                    cluster,
+                    kubeconfig,
+                    nodes,
+                    audit_log,
+                    tool=tool,
+                    namespace=f"one-{tool}-{round_}",
+                    replicas=1,
+                    apps=["solo"],
+                    pdb_spec={"minAvailable": 1},
+                    timeout="30s",
+                )
+            )
+
+    def median(rows: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(float(r[key]) for r in rows)
+
+    names = {"surge": "rollout-plus drain --surge", "plain": "rollout-plus drain", "kubectl": "kubectl drain"}
+    print(
+        f"\n== drain --surge: 30 pods, 3 Deployments x 10, PDB maxUnavailable 1, Ready after 1 s; medians of {runs} =="
+    )
+    for tool in tools:
+        rows = wide[tool]
+        print(
+            f"{names[tool]:28s}{median(rows, 'seconds'):7.2f} s   {median(rows, 'requests') / 30:6.1f} API requests/pod"
+            f"   runs: {', '.join(format(r['seconds'], '.1f') for r in rows)}"
+        )
+    ratio = median(wide["surge"], "seconds") / median(wide["plain"], "seconds")
+    print(f"ratio --surge/plain         {ratio:7.2f}   (target <= 0.4)")
+    print(f"\n== the same, PDB minAvailable 9 (the same budget); medians of {runs} ==")
+    for tool in ("surge", "plain"):
+        rows = wide_min[tool]
+        print(
+            f"{names[tool]:28s}{median(rows, 'seconds'):7.2f} s   {median(rows, 'requests') / 30:6.1f} API requests/pod"
+            f"   runs: {', '.join(format(r['seconds'], '.1f') for r in rows)}"
+        )
+    ratio = median(wide_min["surge"], "seconds") / median(wide_min["plain"], "seconds")
+    print(f"ratio --surge/plain         {ratio:7.2f}   (target <= 0.4)")
+    print(f"\n== drain: one replica, PDB minAvailable 1 (--timeout 30s); medians of {runs} ==")
+    for tool in tools:
+        rows = single[tool]
+        done = sum(1 for r in rows if r["finished"])
+        state = "drained" if done == len(rows) else f"did not finish in {done}/{len(rows)} runs (timeout 30 s)"
+        print(
+            f"{names[tool]:28s}{median(rows, 'seconds'):7.2f} s   {state}"
+            f"   {median(rows, 'requests'):5.0f} API requests"
+        )
+
+
 def large_scenario(cluster: Cluster, kubeconfig: Path, nodes: list[str]) -> dict[str, Any]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     targets = nodes[:5]
@@ -293,6 +427,10 @@ def main() -> int:
     parser.add_argument("--skip-large", action="store_true", help="skip the 500-pod scenario")
     parser.add_argument("--keep", action="store_true", help="leave the bench cluster running")
     parser.add_argument("--rounds", type=int, default=3, help="drains by each tool, alternating (>= 3)")
+    parser.add_argument(
+        "--surge-only", action="store_true", help="only --surge vs plain vs kubectl drain (3x10 pods; one replica)"
+    )
+    parser.add_argument("--no-kubectl", action="store_true", help="leave kubectl drain out of the --surge comparison")
     args = parser.parse_args()
 
     # beside the cluster's directory, which `up` starts afresh
@@ -321,6 +459,10 @@ def main() -> int:
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
     nodes = sorted(n.metadata.name for n in cluster.core.list_node().items)
     try:
+        if args.surge_only:
+            audit_log = BENCH_DIR / "logs" / "audit.log"
+            surge_scenario(cluster, kubeconfig, nodes, audit_log, args.rounds, with_kubectl=not args.no_kubectl)
+            return 0
         print("\n== drain: 30 pods, 3 Deployments x 10, PDB maxUnavailable 1, Ready 1 s after start ==")
         small = pdb_scenario(cluster, kubeconfig, nodes, BENCH_DIR / "logs" / "audit.log", args.rounds)
         kubectl, plus = small["kubectl"], small["rollout-plus"]
