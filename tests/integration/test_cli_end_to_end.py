@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -92,11 +93,14 @@ def test_cordon_of_a_node_that_does_not_exist_changes_nothing(kubeconfig: Path) 
 
 def test_node_names_complete_from_the_cluster(namespace: str, dedicated_nodes: Any, kubeconfig: Path) -> None:
     nodes = dedicated_nodes(2)
-    completer = shutil.which("kubectl_complete-rollout_plus")
-    kubectl = shutil.which("kubectl")
-    assert completer is not None, "the .venv's bin must be on PATH"
-    assert kubectl is not None, "kubectl (.bin) must be on PATH"
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    # kubectl finds the completer on PATH, as on a user's machine: the .venv's bin (where pip put it) and .bin
+    # (the Go-built kubectl) go first, whatever PATH the suite was started with (CI runs .venv/bin/pytest).
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(ROOT / ".bin"), os.environ.get("PATH", "")])
+    completer = shutil.which("kubectl_complete-rollout_plus", path=path)
+    kubectl = shutil.which("kubectl", path=path)
+    assert completer is not None, f"kubectl_complete-rollout_plus is not installed beside {sys.executable}"
+    assert kubectl is not None, f"no kubectl in {ROOT / '.bin'}: run make setup"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PATH": path}
 
     import subprocess
 
