@@ -29,11 +29,11 @@ binaries:
 
 ## demo: set everything up, start the local cluster and run the plugin against it
 demo: setup cluster-up
-	PATH="$(CURDIR)/$(BIN):$$PATH" hack/demo.sh $(CURDIR)/$(CLUSTER_DIR)/kubeconfig
+	PATH="$(CURDIR)/$(BIN):$$PATH" hack/demo.sh $(abspath $(CLUSTER_DIR))/kubeconfig
 
 ## tui: open the TUI on the local agent's jobs and the local cluster (after make demo)
 tui: $(VENV)/.installed
-	PATH="$(CURDIR)/$(BIN):$$PATH" KUBECONFIG=$(CURDIR)/$(CLUSTER_DIR)/kubeconfig $(CURDIR)/.bin/kubectl rollout-plus tui
+	PATH="$(CURDIR)/$(BIN):$$PATH" KUBECONFIG=$(abspath $(CLUSTER_DIR))/kubeconfig $(CURDIR)/.bin/kubectl rollout-plus tui
 
 ## test: every test, unit and integration (the latter against a real local control plane)
 test: setup
