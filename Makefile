@@ -43,7 +43,7 @@ test: setup
 coverage: setup
 	rm -rf .coverage-data && mkdir -p .coverage-data
 	$(MAKE) test PYTEST="$(CURDIR)/$(BIN)/coverage run -m pytest"; status=$$?; \
-	$(BIN)/coverage combine -q; $(BIN)/coverage report | tail -n 1; exit $$status
+	$(BIN)/coverage combine -q; $(BIN)/coverage report | grep "^TOTAL"; exit $$status
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -m "not integration" $(PYTEST_ARGS)
