@@ -48,6 +48,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_support import bench_cluster  # noqa: E402
+
 from kubectl_rollout.agent.client import agent_running  # noqa: E402
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths  # noqa: E402
@@ -275,17 +277,7 @@ def main() -> int:
     parser.add_argument("--kubeconfig", type=Path, help="use this running cluster instead of starting one")
     args = parser.parse_args()
 
-    own_cluster = args.kubeconfig is None
-    if own_cluster:
-        up = subprocess.run(
-            [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR)],
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
-        )
-        kubeconfig = Path(up.stdout.strip().splitlines()[-1])
-    else:
-        kubeconfig = args.kubeconfig.resolve()
+    kubeconfig, own_cluster = bench_cluster(args.kubeconfig, BENCH_DIR)
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
     stem = f"bench-agent-{os.getpid()}"
     names = [f"{stem}-n{i}" for i in range(6)]

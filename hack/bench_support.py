@@ -46,3 +46,17 @@ def audit_requests(
             if since - 1 <= stamp <= until + 1:
                 ids.add(event["auditID"])
     return len(ids)
+
+
+def bench_cluster(given: Path | None, bench_dir: Path) -> tuple[Path, bool]:
+    """The kubeconfig of the cluster to measure on: the given one, or a cluster of the benchmark's own started
+    in ``bench_dir``; and whether this call started it (so the caller stops it)."""
+    if given is not None:
+        return given.resolve(), False
+    up = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent / "cluster.py"), "up", "--dir", str(bench_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    return Path(up.stdout.strip().splitlines()[-1]), True

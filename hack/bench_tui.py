@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hack"))
 
 from bench_agent import clean, node, percentile, prepare, wait_for  # noqa: E402
+from bench_support import bench_cluster  # noqa: E402
 
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
 from kubectl_rollout.agent.errors import AgentError  # noqa: E402
@@ -235,17 +236,7 @@ def main() -> int:
     if args.first_paint_only:
         return 0
 
-    own_cluster = args.kubeconfig is None
-    if own_cluster:
-        up = subprocess.run(
-            [sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR)],
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
-        )
-        kubeconfig = Path(up.stdout.strip().splitlines()[-1])
-    else:
-        kubeconfig = args.kubeconfig.resolve()
+    kubeconfig, own_cluster = bench_cluster(args.kubeconfig, BENCH_DIR)
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
     stem = f"bench-tui-{os.getpid()}"
     names = [f"{stem}-n{i}" for i in range(6)]
