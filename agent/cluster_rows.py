@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.drain import NodePlan, Verdict
+
+
+class JsonRow:
+    """A row dataclass as it crosses the socket: JSON-ready as a dict, and back."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(encode_value(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        row: Self = decode_dataclass(cls, data)
+        return row
 
 
 class NodeVerdict(enum.StrEnum):
@@ -31,7 +43,7 @@ class NodeVerdict(enum.StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NodeRow:
+class NodeRow(JsonRow):
     name: str
     cordoned: bool
     #: the node's Ready condition is True
@@ -45,14 +57,6 @@ class NodeRow:
     blocking: tuple[str, ...] = ()
     #: the agent job that drains it now ("" when none)
     drained_by: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(encode_value(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeRow:
-        row: NodeRow = decode_dataclass(cls, data)
-        return row
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +75,7 @@ class WorkloadKind(enum.StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkloadRow:
+class WorkloadRow(JsonRow):
     kind: WorkloadKind
     namespace: str
     name: str
@@ -102,17 +106,9 @@ class WorkloadRow:
     def containers(self) -> tuple[str, ...]:
         return tuple(image.partition("=")[0] for image in self.images)
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(encode_value(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorkloadRow:
-        row: WorkloadRow = decode_dataclass(cls, data)
-        return row
-
 
 @dataclass(frozen=True, kw_only=True)
-class RevisionRow:
+class RevisionRow(JsonRow):
     number: int
     replica_set: str
     #: kubernetes.io/change-cause, "" when the manifest set none
@@ -121,14 +117,6 @@ class RevisionRow:
     images: tuple[str, ...] = field(default_factory=tuple)
     #: the revision the workload runs (or rolls out to) now
     current: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(encode_value(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RevisionRow:
-        row: RevisionRow = decode_dataclass(cls, data)
-        return row
 
 
 def node_verdict(plan: NodePlan) -> tuple[NodeVerdict, str, tuple[str, ...]]:
