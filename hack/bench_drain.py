@@ -328,7 +328,10 @@ def surge_scenario(
     wide_min: dict[str, list[dict[str, Any]]] = {t: [] for t in ("surge", "plain")}
     single: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     for round_ in range(runs):
-        for tool in ("surge", "plain"):
+        # which tool goes first turns with each round, so none always meets the freshest (or the busiest) cluster
+        turn = round_ % len(tools)
+        order = tools[turn:] + tools[:turn]
+        for tool in [t for t in order if t != "kubectl"]:
             wide_min[tool].append(
                 _drain_once(
                     cluster,
@@ -343,7 +346,7 @@ def surge_scenario(
                     timeout="300s",
                 )
             )
-        for tool in tools:
+        for tool in order:
             wide[tool].append(
                 _drain_once(
                     cluster,
@@ -358,7 +361,7 @@ def surge_scenario(
                     timeout="300s",
                 )
             )
-        for tool in tools:
+        for tool in order:
             single[tool].append(
                 _drain_once(
                     cluster,
