@@ -24,6 +24,7 @@ import tenacity
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.eviction.pdb_pods import PdbPodsReporter
 from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
@@ -129,6 +130,8 @@ class PodEvictor:
         self.paused = paused or threading.Event()
         self._pdbs: PdbWatch | None = None
         self._pdbs_lock = threading.Lock()
+        #: names the pods of a PDB that holds an eviction which it does not count as healthy
+        self.pdb_pods = PdbPodsReporter(cluster, emit)
         limit = options.max_concurrent_evictions
         self._in_flight = threading.BoundedSemaphore(limit) if limit > 0 else None
 
@@ -338,6 +341,7 @@ class PodEvictor:
                 next_try_by=time.time() + net,
             )
         )
+        self.pdb_pods.report(budget)
         admitted = pdbs.wait_for_room(budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel)
         if admitted is None:
             self._stop_if_cancelled_or_late(state)
@@ -380,6 +384,10 @@ class PodEvictor:
                 retry_after=refusal.retry_after,
             )
         )
+        if refusal.reason is Refusal.PDB_BLOCKED and refusal.pdb_name and state.pdbs is not None:
+            budget = state.pdbs.get(state.pod.metadata.namespace, refusal.pdb_name)
+            if budget is not None:
+                self.pdb_pods.report(budget)
 
     def _sleep(self, state: _Attempts, seconds: float) -> None:
         refusal = state.last_refusal

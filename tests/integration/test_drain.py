@@ -645,3 +645,61 @@ def test_no_permission_names_what_is_missing_and_changes_nothing(
     assert "patch nodes" in viewer.stderr
     assert "create pods/eviction" in viewer.stderr
     assert snapshot(cluster, namespace, target) == before
+
+
+def pdb_held_by_a_never_ready_pod(cluster: Cluster, namespace: str, target: str, other: str) -> Any:
+    """One Ready pod on ``target``, one never-Ready pod on ``other``, and PDB ``shop`` over both that needs 1
+    healthy: the sick pod is why the healthy one may not go. Returns the sick pod."""
+    deploy(cluster, namespace, "front", 1, pool=namespace, node=target, labels={"tier": "shop"})
+    deploy(
+        cluster,
+        namespace,
+        "sick",
+        1,
+        pool=namespace,
+        node=other,
+        labels={"tier": "shop"},
+        annotations={manifests.BEHAVIOUR: "never-ready"},
+        wait=False,
+    )
+    sick = watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda p: p.metadata.labels.get("app") == "sick" and p.status.phase == "Running",
+        namespace=namespace,
+        timeout=30,
+        what="sick pod running",
+    )
+    budget = manifests.pdb("shop", app="unused", min_available=1)
+    budget["spec"]["selector"] = {"matchLabels": {"tier": "shop"}}
+    cluster.policy.create_namespaced_pod_disruption_budget(namespace, budget)
+    watching.until(
+        cluster.policy.list_namespaced_pod_disruption_budget,
+        lambda p: p.status is not None and p.status.expected_pods == 2 and p.status.observed_generation == 1,
+        namespace=namespace,
+        timeout=30,
+        what="PDB processed",
+    )
+    return sick
+
+
+def test_a_held_eviction_names_the_pdbs_unhealthy_pod_its_node_and_why(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, other = dedicated_nodes(2)
+    sick = pdb_held_by_a_never_ready_pod(cluster, namespace, target, other)
+
+    held = drain(kubeconfig, target, "--timeout", "4s")
+
+    assert held.returncode == 1
+    assert by_type(held, "PodGone") == []
+    reports = by_type(held, "PdbPodsUnhealthy")
+    # Said once: the pods did not change while the drain retried.
+    assert len(reports) == 1, reports
+    (report,) = reports
+    assert (report["pdb"], report["unhealthy"], report["selected"]) == (f"{namespace}/shop", 1, 2)
+    (named,) = report["pods"]
+    ready = next((c for c in sick.status.conditions or [] if c.type == "Ready"), None)
+    since = ready.last_transition_time if ready is not None else sick.metadata.creation_timestamp
+    assert named["pod"] == {"namespace": namespace, "name": sick.metadata.name, "node": other}
+    assert named["reason"] == "not Ready"
+    assert named["since"] == pytest.approx(since.timestamp(), abs=1)

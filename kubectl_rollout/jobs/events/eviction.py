@@ -70,6 +70,40 @@ class EvictionBlocked(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UnhealthyPod:
+    """A pod a PodDisruptionBudget selects and does not count as healthy."""
+
+    #: the pod and the node it is bound to ("" when it is not scheduled)
+    pod: PodRef
+    #: why it is not healthy: a container's waiting reason (CrashLoopBackOff, ImagePullBackOff, ...), "not Ready",
+    #: "Pending", "Pending (not scheduled)", "terminating", "Succeeded" or "Failed"
+    reason: str
+    #: since when (epoch seconds): its Ready condition's lastTransitionTime, else its creation; 0 when unknown
+    since: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PdbPodsUnhealthy(Event):
+    """The pods of a PDB that holds an eviction which it does not count as healthy, sent when they change.
+
+    ``pods`` names at most the first few (the longest unhealthy first); ``unhealthy`` counts them all. An empty
+    ``pods`` with ``unhealthy`` 0 says they are all healthy again.
+    """
+
+    TYPE = "PdbPodsUnhealthy"
+
+    #: "namespace/name"
+    pdb: str
+    pods: tuple[UnhealthyPod, ...] = ()
+    unhealthy: int = 0
+    #: the pods its selector selects now
+    selected: int = 0
+
+    def coalesce_key(self) -> str | None:
+        return f"pdb-pods:{self.pdb}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class PodEvicted(Event):
     """The eviction (or deletion) was accepted; the pod is terminating."""
 

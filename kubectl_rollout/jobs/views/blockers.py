@@ -3,9 +3,11 @@
 Built from the pods' latest refusals (``Blocker``), so it says only what the
 events said: the PDB's healthy / needed counts, how many pods it selects
 (``expected``, when the engine read the PDB), since when and until when the
-pods wait. A PDB that needs as many healthy pods as it selects can never allow
-a disruption (replicas 1 with minAvailable 1): waiting will not help, and the
-entry says so, with the commands that would.
+pods wait, and, once the engine looked (``PdbPodsUnhealthy``), which of its
+pods it does not count as healthy, where, why and since when. A PDB that
+needs as many healthy pods as it selects can never allow a disruption
+(replicas 1 with minAvailable 1): waiting will not help, and the entry says
+so, with the commands that would.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.jobs.views.pods import PodState, PodView
 
 
@@ -40,6 +43,10 @@ class PdbBlock:
     hint: str
     #: commands that would unblock it (or show why it blocks)
     unblock: tuple[str, ...]
+    #: its pods that it does not count as healthy (the first few, the longest unhealthy first)
+    unhealthy: tuple[UnhealthyPod, ...] = ()
+    #: how many they are in all; None when the engine has not looked
+    unhealthy_count: int | None = None
 
     @property
     def counts(self) -> str:
@@ -88,8 +95,8 @@ def _advice(
     return False, "the API server named this PDB; its counts are not known yet", (describe,)
 
 
-def pdb_blocks(pods: Mapping[str, PodView]) -> list[PdbBlock]:
-    """The PDBs that block pods now, the longest-blocking first."""
+def pdb_blocks(pods: Mapping[str, PodView], unhealthy: Mapping[str, PdbPodsUnhealthy] | None = None) -> list[PdbBlock]:
+    """The PDBs that block pods now, the longest-blocking first; ``unhealthy``: their unhealthy pods by PDB."""
     by_pdb: dict[str, list[PodView]] = {}
     for pod in pods.values():
         if pod.state is PodState.BLOCKED and pod.blocker is not None and pod.blocker.pdb:
@@ -102,6 +109,7 @@ def pdb_blocks(pods: Mapping[str, PodView]) -> list[PdbBlock]:
         healthy, needed = latest.blocker.healthy, latest.blocker.needed
         expected = next((p.blocker.expected for p in blocked if p.blocker and p.blocker.expected is not None), None)
         never, hint, unblock = _advice(pdb, healthy, needed, expected)
+        report = (unhealthy or {}).get(pdb)
         blocks.append(
             PdbBlock(
                 pdb=pdb,
@@ -115,6 +123,8 @@ def pdb_blocks(pods: Mapping[str, PodView]) -> list[PdbBlock]:
                 never=never,
                 hint=hint,
                 unblock=unblock,
+                unhealthy=report.pods if report is not None else (),
+                unhealthy_count=report.unhealthy if report is not None else None,
             )
         )
     blocks.sort(key=lambda b: (b.since, b.pdb))

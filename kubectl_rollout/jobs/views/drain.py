@@ -11,8 +11,8 @@ from types import MappingProxyType
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events import surge as surge_ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
-from kubectl_rollout.jobs.events.eviction import EvictionBlocked
-from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PdbPodsUnhealthy
+from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into, with_pdb_pods
 
 
 class NodeState(enum.StrEnum):
@@ -57,6 +57,8 @@ class DrainView:
     finished: ev.DrainFinished | None = None
     #: the PodDisruptionBudgets ("namespace/name") that refused or held an eviction at some point
     blocked_by: tuple[str, ...] = ()
+    #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
+    pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: the plan's decisions per workload
     surge_plan: tuple[surge_ev.SurgePlan, ...] = ()
     #: --surge: workloads raised now, "Kind ns/name" -> replicas
@@ -196,6 +198,8 @@ def _fold_drain(view: DrainView, event: Event) -> DrainView:
         surging = dict(view.surging)
         surging.pop(str(event.workload), None)
         return dataclasses.replace(view, surging=surging, restored=(*view.restored, event))
+    if isinstance(event, PdbPodsUnhealthy):
+        return dataclasses.replace(view, pdb_pods=with_pdb_pods(view.pdb_pods, event))
     if isinstance(event, ev.DrainFinished):
         return dataclasses.replace(view, finished=event, waiting_for=())
     return view

@@ -135,3 +135,12 @@ def count_states(pods: Mapping[str, PodView]) -> dict[PodState, int]:
     for pod in pods.values():
         counts[pod.state] += 1
     return counts
+
+
+def with_pdb_pods(
+    known: Mapping[str, ev.PdbPodsUnhealthy], event: ev.PdbPodsUnhealthy
+) -> Mapping[str, ev.PdbPodsUnhealthy]:
+    """The unhealthy pods per PDB after ``event`` (the newest report of a PDB replaces the one before)."""
+    changed = dict(known)
+    changed[event.pdb] = event
+    return changed

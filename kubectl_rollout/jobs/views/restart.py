@@ -9,7 +9,8 @@ from types import MappingProxyType
 
 from kubectl_rollout.jobs.events import restart as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event, PodRef
-from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod
+from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy
+from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, with_pdb_pods
 
 _NO_PODS: Mapping[str, PodView] = MappingProxyType({})
 
@@ -31,6 +32,8 @@ class RestartView:
     #: the pod whose replacement is awaited, with the workload's ready/desired counts
     waiting_for: ev.WaitingForReplacement | None = None
     finished: ev.RestartFinished | None = None
+    #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
+    pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def replaced(self) -> int:
@@ -80,6 +83,8 @@ def _fold_restart(view: RestartView, event: Event) -> RestartView:
         key = str(event.pod)
         pods[key] = dataclasses.replace(pods.get(key) or PodView(pod=event.pod), state=PodState.REPLACED)
         return dataclasses.replace(view, pods=pods, waiting_for=None)
+    if isinstance(event, PdbPodsUnhealthy):
+        return dataclasses.replace(view, pdb_pods=with_pdb_pods(view.pdb_pods, event))
     if isinstance(event, ev.RestartFinished):
         return dataclasses.replace(view, finished=event, waiting_for=None, waiting_to_start="")
     return view
