@@ -25,6 +25,7 @@ from kubectl_rollout.jobs.events.eviction import (
     EvictionBlocked,
     EvictionMethod,
     EvictionStarted,
+    PdbPodsUnhealthy,
     PodEvicted,
     PodFailed,
     PodGone,
@@ -69,6 +70,23 @@ def _eviction_started(event: EvictionStarted, _view: Any) -> Iterator[Line]:
 
 def _blocked(event: EvictionBlocked, _view: Any) -> Iterator[Line]:
     yield "err", blocked_line(event)
+
+
+def unhealthy_line(event: PdbPodsUnhealthy) -> str:
+    """Which pods of a PDB that holds evictions it does not count as healthy, and since when."""
+    named = "; ".join(
+        f"pod {p.pod} (node {p.pod.node or 'none'}): {p.reason}" + (f" since {_clock(p.since)}" if p.since else "")
+        for p in event.pods
+    )
+    more = event.unhealthy - len(event.pods)
+    tail = f"; and {more} more" if more > 0 else ""
+    return f"PodDisruptionBudget {event.pdb}: {event.unhealthy} of its {event.selected} pods not healthy: {named}{tail}"
+
+
+def _unhealthy(event: PdbPodsUnhealthy, _view: Any) -> Iterator[Line]:
+    # All healthy says nothing the blocked lines do not: a pod evicted earlier is not replaced yet.
+    if event.unhealthy:
+        yield "err", unhealthy_line(event)
 
 
 def _evicted(event: PodEvicted, _view: Any) -> Iterator[Line]:
@@ -265,6 +283,7 @@ EVICTION_FORMATTERS: dict[type[Event], Formatter] = {
     **API_FORMATTERS,
     EvictionStarted: _eviction_started,
     EvictionBlocked: _blocked,
+    PdbPodsUnhealthy: _unhealthy,
     PodEvicted: _evicted,
     PodGone: _gone,
     PodSkippedWaiting: _skipped,

@@ -18,6 +18,7 @@ from typing import Any
 import manifests
 from integration.test_agent import _drain_spec, _place, agent_dir
 from integration.test_agent_rollouts import _apply_spec, _workload
+from integration.test_drain import pdb_held_by_a_never_ready_pod
 from textual.pilot import Pilot
 
 from kubectl_rollout.agent.client import connect
@@ -109,6 +110,8 @@ async def test_the_drain_screen_shows_the_blocking_pdb_and_p_pauses_and_resumes_
         assert "never:" in panel.plain, panel.plain
         assert "can never allow a disruption" in panel.plain, panel.plain
         assert f"kubectl -n {namespace} patch pdb web" in panel.plain
+        # The engine looked at the PDB's pods: both Ready, so only the budget itself holds them.
+        await until(pilot, lambda: "all of its pods are healthy now" in panel.plain, what="the PDB's pods looked at")
 
         await pilot.press("p")
         await until(pilot, lambda: _agent_job(job_id).paused, what="the agent to say the job is paused")
@@ -126,6 +129,27 @@ async def test_the_drain_screen_shows_the_blocking_pdb_and_p_pauses_and_resumes_
         assert panel.display is False
         await until(pilot, lambda: app.screen.active_bindings.get("c") and not app.screen.active_bindings["c"].enabled,
                     what="c greyed out once the job is over")  # fmt: skip
+
+
+@on_a_loop
+async def test_the_blocker_panel_names_the_pdbs_never_ready_pod_and_its_node(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, other = dedicated_nodes(2)
+    sick = pdb_held_by_a_never_ready_pod(cluster, namespace, target, other)
+    with connect(name="test") as agent:
+        job_id = agent.submit(_drain_spec(kubeconfig, target, namespace)).id
+    app = RolloutPlusApp(agent_connect(), open_job=job_id)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await until(pilot, lambda: _screen(app, DrainScreen), what="the drain screen")
+            panel = screen.query_one(BlockerPanel)
+            named = f"unhealthy: {sick.metadata.name} on {other}: not Ready since"
+            await until(pilot, lambda: named in panel.plain, what="the panel naming the never-Ready pod")
+            assert f"PDB {namespace}/shop" in panel.plain
+    finally:
+        with connect(name="test", start=False) as agent:
+            agent.cancel(job_id)
 
 
 @on_a_loop

@@ -16,9 +16,11 @@ from kubectl_rollout.jobs.events.eviction import (
     EvictionBlocked,
     EvictionMethod,
     EvictionStarted,
+    PdbPodsUnhealthy,
     PodEvicted,
     PodFailed,
     PodGone,
+    UnhealthyPod,
 )
 from kubectl_rollout.jobs.events.stream import EventStream
 
@@ -204,3 +206,40 @@ def test_jsonl_is_one_object_per_event_with_type_and_time() -> None:
         "after": 1.5,
         "method": "evict",
     }
+
+
+@pytest.mark.parametrize(
+    ("report", "line"),
+    [
+        pytest.param(
+            PdbPodsUnhealthy(
+                pdb="shop/web",
+                pods=(UnhealthyPod(pod=PodRef(namespace="shop", name="web-2", node="node-b"), reason="not Ready"),),
+                unhealthy=1,
+                selected=3,
+            ),
+            "PodDisruptionBudget shop/web: 1 of its 3 pods not healthy: pod shop/web-2 (node node-b): not Ready",
+            id="one",
+        ),
+        pytest.param(
+            PdbPodsUnhealthy(
+                pdb="shop/web",
+                pods=(UnhealthyPod(pod=PodRef(namespace="shop", name="web-2"), reason="Pending (not scheduled)"),),
+                unhealthy=12,
+                selected=20,
+            ),
+            "PodDisruptionBudget shop/web: 12 of its 20 pods not healthy: pod shop/web-2 (node none): "
+            "Pending (not scheduled); and 11 more",
+            id="bounded",
+        ),
+        pytest.param(
+            PdbPodsUnhealthy(pdb="shop/web", selected=3),
+            "",
+            id="all-healthy-says-nothing",
+        ),
+    ],
+)
+def test_a_pdbs_unhealthy_pods_are_named_on_stderr(report: PdbPodsUnhealthy, line: str) -> None:
+    out, err = render(report)
+    assert out == ""
+    assert err.strip() == line

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.base import Envelope, PodRef
+from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.tui.app import RolloutPlusApp
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.recorded_jobs import RecordedJobs
@@ -87,6 +88,25 @@ def test_jobs_screen(snap_compare: Any, size: tuple[int, int]) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_drain_screen_blocked_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
     app = app_over(recorded(DRAIN, until=11))
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
+
+
+def with_unhealthy_report(envelopes: list[Envelope]) -> list[Envelope]:
+    """The recorded drain blocked by its PDB, then the engine's report of the PDB's pods (its pods were all
+    Ready when it was recorded, so the report is written here: one never-Ready pod on another node)."""
+    last = envelopes[-1]
+    sick = UnhealthyPod(
+        pod=PodRef(namespace="streams-90e9ef", name="web-57cb769559-x2k9d", node="streams-90e9ef-b"),
+        reason="not Ready",
+        since=FROZEN - 95,
+    )
+    report = PdbPodsUnhealthy(pdb="streams-90e9ef/web", pods=(sick,), unhealthy=1, selected=3)
+    return [*envelopes, Envelope(job=last.job, seq=last.seq + 1, at=last.at + 0.01, event=report)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_drain_screen_blocker_panel_names_the_unhealthy_pod(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = app_over(with_unhealthy_report(recorded(DRAIN, until=11)))
     assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
 
 

@@ -126,5 +126,5 @@ class DrainScreen(JobScreen):
         rows: list[Row] = [(str(pod.pod), self._pod_cells(pod, nodes, now=now)) for pod in pods]
         self.query_one("#pods", LiveTable).sync(rows, needle=needle)
         body = self.view.body
-        blocks = pdb_blocks(body.pods) if isinstance(body, DrainView | RestartView) else []
+        blocks = pdb_blocks(body.pods, body.pdb_pods) if isinstance(body, DrainView | RestartView) else []
         self.query_one(BlockerPanel).show_blocks(blocks, now=now)

@@ -13,6 +13,8 @@ from kubectl_rollout.tui.formatting import clock_time, countdown, duration
 
 #: blocked pods named per PDB before "and N more"
 NAMED_PODS = 3
+#: unhealthy pods of a PDB named, one line each, before "and N more"
+NAMED_UNHEALTHY = 3
 
 
 def describe_block(block: PdbBlock, *, now: float) -> Text:
@@ -30,12 +32,35 @@ def describe_block(block: PdbBlock, *, now: float) -> Text:
     more = len(block.pods) - NAMED_PODS
     others = f" and {more} more" if more > 0 else ""
     text.append(f"\n  waiting: {names}{others}; next try {countdown(block.next_try_by, now)}")
+    text.append_text(describe_unhealthy(block, now=now))
     text.append("\n  ")
     text.append("never: " if block.never else "why: ", style="bold red" if block.never else "bold")
     text.append(block.hint)
     for command in block.unblock:
         text.append("\n  $ ", style="dim")
         text.append(command, style="bold")
+    return text
+
+
+def describe_unhealthy(block: PdbBlock, *, now: float) -> Text:
+    """The PDB's pods that it does not count as healthy, one line each: which, on which node, why, since when."""
+    text = Text()
+    if block.unhealthy_count is None:
+        return text  # the engine has not looked (yet, or an older engine's recording)
+    if block.unhealthy_count == 0:
+        text.append("\n  all of its pods are healthy now", style="dim")
+        return text
+    for pod in block.unhealthy[:NAMED_UNHEALTHY]:
+        text.append("\n  unhealthy: ", style="bold")
+        text.append(f"{pod.pod.name} ")
+        text.append(f"on {pod.pod.node or 'no node'}", style="dim")
+        text.append(": ", style="dim")
+        text.append(pod.reason, style="red")
+        if pod.since:
+            text.append(f" since {clock_time(pod.since)} ({duration(now - pod.since)})", style="dim")
+    more = block.unhealthy_count - min(len(block.unhealthy), NAMED_UNHEALTHY)
+    if more > 0:
+        text.append(f"\n  and {more} more unhealthy", style="dim")
     return text
 
 
