@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kubectl_rollout.agent.cluster_rows import NodeRow, RevisionRow, WorkloadRow
+from kubectl_rollout.agent.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
 from kubectl_rollout.agent.protocol import JobInfo, Method
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.drain import DrainPlanned
@@ -86,6 +86,15 @@ def history(connection: Connection, workload: str, *, namespace: str | None = No
     """The revisions of managed workload ``workload``, oldest first."""
     params = {"connection": _connection(connection), "workload": workload, "namespace": namespace}
     return Call(Method.HISTORY, params, lambda result: [RevisionRow.from_dict(row) for row in result["revisions"]])
+
+
+def pods(
+    connection: Connection, workload: str, *, namespace: str | None = None, limit: int = 20
+) -> Call[list[ReplicaSetPods]]:
+    """The pods of managed workload ``workload``'s ReplicaSets, newest revision first; at most ``limit`` per
+    ReplicaSet (those not Ready first), with the counts of all."""
+    params = {"connection": _connection(connection), "workload": workload, "namespace": namespace, "limit": limit}
+    return Call(Method.PODS, params, lambda result: [ReplicaSetPods.from_dict(row) for row in result["replica_sets"]])
 
 
 def abort(connection: Connection, workload: str, *, namespace: str | None = None) -> Call[JobInfo]:

@@ -1,4 +1,4 @@
-"""The agent's cluster methods (``nodes``, ``plan``, ``cordon``, ``uncordon``, ``workloads``, ``history``).
+"""The agent's cluster methods (``nodes``, ``plan``, ``cordon``, ``uncordon``, ``workloads``, ``history``, ``pods``).
 
 They serve the TUI, which may not talk to the cluster itself. Each request
 names its cluster as a job spec does (a ``Connection``: kubeconfig paths,
@@ -32,7 +32,7 @@ from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error, des
 from kubectl_rollout.kube.errors import UserFacingError
 
 CLUSTER_METHODS = frozenset(
-    {Method.NODES, Method.PLAN, Method.CORDON, Method.UNCORDON, Method.WORKLOADS, Method.HISTORY}
+    {Method.NODES, Method.PLAN, Method.CORDON, Method.UNCORDON, Method.WORKLOADS, Method.HISTORY, Method.PODS}
 )
 
 
@@ -156,4 +156,11 @@ class ClusterMethods:
         if method is Method.HISTORY:
             name = _string(params, "workload", "the name of the managed workload")
             return {"revisions": [row.as_dict() for row in cluster_reads.read_history(cluster, namespace, name)]}
+        if method is Method.PODS:
+            name = _string(params, "workload", "the name of the managed workload")
+            limit = params.get("limit", cluster_reads.PODS_PER_REPLICA_SET)
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+                raise ProtocolError(ErrorCode.INVALID_PARAMS, "limit must be a whole number of pods, 0 or more")
+            sets = cluster_reads.read_pods(cluster, namespace, name, limit=limit)
+            return {"replica_sets": [row.as_dict() for row in sets]}
         raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"{method} is not a cluster method")

@@ -16,6 +16,8 @@ from kubectl_rollout.agent.cluster_rows import (
     ConditionRow,
     NodeRow,
     NodeVerdict,
+    PodRow,
+    ReplicaSetPods,
     RevisionRow,
     WorkloadKind,
     WorkloadRow,
@@ -23,15 +25,22 @@ from kubectl_rollout.agent.cluster_rows import (
 )
 from kubectl_rollout.drain.cordon import is_cordoned
 from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
+from kubectl_rollout.eviction.pdb_pods import why_unhealthy
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.label_selectors import selector_to_string
 from kubectl_rollout.kube.permissions import Permission, require
+from kubectl_rollout.kube.pods import controller_of, is_ready
 from kubectl_rollout.rollout import operations, replica_sets
 from kubectl_rollout.rollout.record import MANAGED_BY, MANAGER, WORKLOAD_LABEL, from_config_map
+from kubectl_rollout.rollout.record import read as read_record
 from kubectl_rollout.rollout.state import rollout_phase, status_message
+
+#: pods named per ReplicaSet by ``read_pods`` unless asked otherwise; the rest are counted
+PODS_PER_REPLICA_SET = 20
 
 #: the Deployment controller's revision annotation
 DEPLOYMENT_REVISION = "deployment.kubernetes.io/revision"
@@ -228,3 +237,56 @@ def read_history(cluster: Cluster, namespace: str, name: str) -> list[RevisionRo
         )
         for r in revisions
     ]
+
+
+# --- a workload's pods -------------------------------------------------------------------
+
+
+def pod_row(pod: Any) -> PodRow:
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    return PodRow(
+        name=pod.metadata.name,
+        node=(pod.spec.node_name if pod.spec else None) or "",
+        ready=is_ready(pod) and pod.metadata.deletion_timestamp is None,
+        restarts=sum(s.restart_count or 0 for s in statuses),
+        reason=why_unhealthy(pod) or "",
+    )
+
+
+def read_pods(
+    cluster: Cluster, namespace: str, name: str, *, limit: int = PODS_PER_REPLICA_SET
+) -> list[ReplicaSetPods]:
+    """Managed workload ``name``'s ReplicaSets, newest revision first, each with its pods: at most ``limit``
+    (those not Ready first, then by name) and the counts of all."""
+    record = read_record(cluster, namespace, name)
+    sets = replica_sets.owned(
+        call_with_retry(
+            cluster.apps.list_namespaced_replica_set, namespace, label_selector=f"{WORKLOAD_LABEL}={name}"
+        ).items,
+        record,
+    )
+    # resourceVersion "0": the watch cache; a tree redrawn every two seconds needs no quorum read.
+    pods = call_with_retry(
+        cluster.core.list_namespaced_pod,
+        namespace,
+        label_selector=selector_to_string(record.spec.selector),
+        resource_version="0",
+    ).items
+    by_owner: dict[str, list[PodRow]] = {}
+    for pod in pods:
+        owner = controller_of(pod)
+        if owner is not None:
+            by_owner.setdefault(owner.uid, []).append(pod_row(pod))
+    rows = []
+    for rs in sets:
+        found = sorted(by_owner.get(rs.metadata.uid, []), key=lambda p: (p.ready, p.name))
+        rows.append(
+            ReplicaSetPods(
+                replica_set=rs.metadata.name,
+                revision=replica_sets.to_managed(rs).revision,
+                pods=tuple(found[:limit]),
+                total=len(found),
+                ready=sum(1 for p in found if p.ready),
+            )
+        )
+    return sorted(rows, key=lambda row: (-row.revision, row.replica_set))

@@ -1,4 +1,4 @@
-"""The cluster as the agent's ``nodes``, ``workloads`` and ``history`` methods describe it: plain rows.
+"""The cluster as the agent's ``nodes``, ``workloads``, ``history`` and ``pods`` methods describe it: plain rows.
 
 Pure data with a JSON form (``as_dict`` / ``from_dict``), standard library and
 ``jobs`` only, so that the TUI may read them through the agent's client. A
@@ -117,6 +117,31 @@ class RevisionRow(JsonRow):
     images: tuple[str, ...] = field(default_factory=tuple)
     #: the revision the workload runs (or rolls out to) now
     current: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodRow(JsonRow):
+    name: str
+    #: the node it is bound to ("" when not scheduled)
+    node: str = ""
+    ready: bool = False
+    #: its containers' restarts, summed
+    restarts: int = 0
+    #: why it is not Ready: a container's waiting reason (CrashLoopBackOff, ImagePullBackOff, ...), "not Ready",
+    #: "Pending", "terminating", ...; "" when it is Ready
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaSetPods(JsonRow):
+    """One ReplicaSet of a workload with its pods: the first few (those not Ready first), and the counts."""
+
+    replica_set: str
+    revision: int = 0
+    pods: tuple[PodRow, ...] = ()
+    #: its pods in all, and how many are Ready (``pods`` may name fewer)
+    total: int = 0
+    ready: int = 0
 
 
 def node_verdict(plan: NodePlan) -> tuple[NodeVerdict, str, tuple[str, ...]]:

@@ -57,6 +57,7 @@ class Method(enum.StrEnum):
     UNCORDON = "uncordon"
     WORKLOADS = "workloads"
     HISTORY = "history"
+    PODS = "pods"
     ABORT = "abort"
 
 

@@ -357,3 +357,32 @@ def test_a_context_without_permission_gets_a_clear_error_and_the_node_stays(
     assert "use a context with this permission" in caught.value.message
     assert not cluster.core.read_node(node).spec.unschedulable
     assert workloads == []  # the viewer may read workloads: there are none in the namespace
+
+
+def test_pods_names_each_replica_sets_pods_bounded_with_counts(
+    agent_dir: Any, cluster: Cluster, kubeconfig: Path, namespace: str, dedicated_nodes: Any
+) -> None:
+    dedicated_nodes(1)
+    connection = _connection(kubeconfig, namespace)
+    with connect(name="test") as agent:
+        apply_managed(agent, connection, managed_workload("web", namespace, replicas=3))
+        everything = agent.run(cluster_calls.pods(connection, "web"))
+        bounded = agent.run(cluster_calls.pods(connection, "web", limit=1))
+        with pytest.raises(ProtocolError) as caught:
+            agent.run(cluster_calls.pods(connection, "nope"))
+        with pytest.raises(ProtocolError) as bad_limit:
+            agent.run(cluster_calls.pods(connection, "web", limit=-1))
+
+    live = cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items
+    (rs,) = everything
+    assert rs.revision == 1
+    assert (rs.total, rs.ready) == (3, 3)
+    assert {(p.name, p.node, p.ready, p.reason) for p in rs.pods} == {
+        (p.metadata.name, p.spec.node_name, True, "") for p in live
+    }
+    assert all(p.metadata.owner_references[0].name == rs.replica_set for p in live)
+    (one,) = bounded
+    assert (len(one.pods), one.total, one.ready) == (1, 3, 3)
+    assert caught.value.code == ErrorCode.CLUSTER_ERROR
+    assert caught.value.message.startswith('managed workload "nope" not found')
+    assert bad_limit.value.code == ErrorCode.INVALID_PARAMS
