@@ -236,3 +236,36 @@ async def test_the_rollout_screen_follows_a_rollout_to_its_end(
         conditions = screen.query_one("#conditions").render().plain
         assert "Available True MinimumReplicasAvailable" in conditions, conditions
         assert "successfully rolled out" in screen.query_one("#deadline").render().plain
+
+        # Under its ReplicaSet, the pods as the cluster has them: asked of the agent while the screen is open.
+        live = cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items
+        expected = {f"● {p.metadata.name} {p.spec.node_name}" for p in live if p.metadata.deletion_timestamp is None}
+        assert len(expected) == 3
+        await until(pilot, lambda: set(_pod_leaves(tree)) == expected, what="the three Ready pods in the tree")
+
+
+def _pod_leaves(tree: Any) -> list[str]:
+    """The pod lines under the tree's ReplicaSets (the tree is rebuilt when it changes: read it afresh)."""
+    return [
+        leaf.label.plain for rs in tree.root.children for leaf in rs.children if leaf.label.plain.startswith(("●", "○"))
+    ]
+
+
+@on_a_loop
+async def test_the_rollout_tree_shows_a_crash_looping_pod_with_its_restarts_and_reason(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path
+) -> None:
+    document = _workload(1, {"type": "Recreate"}, "0s", **{manifests.BEHAVIOUR: "crash-loop"})
+    with connect(name="test") as agent:
+        job_id = agent.submit(_apply_spec(kubeconfig, namespace, document)).id
+    app = RolloutPlusApp(agent_connect(), open_job=job_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await until(pilot, lambda: _screen(app, RolloutScreen), what="the rollout screen")
+        tree = screen.query_one("#replica-sets")
+
+        def crash_looping() -> list[str]:
+            return [line for line in _pod_leaves(tree) if "CrashLoopBackOff" in line and "restart" in line]
+
+        (line,) = await until(pilot, crash_looping, what="the pod shown crash-looping with its restarts")
+        (pod,) = cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items
+        assert line.startswith(f"○ {pod.metadata.name} {pod.spec.node_name}  "), line

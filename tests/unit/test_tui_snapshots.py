@@ -8,6 +8,7 @@ change in a snapshot is a change in the TUI. Update them with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from kubectl_rollout.agent.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.tui.app import RolloutPlusApp
@@ -119,6 +122,53 @@ def test_drain_screen_finished(snap_compare: Any, size: tuple[int, int]) -> None
 @pytest.mark.parametrize("size", SIZES)
 def test_rollout_screen_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
     app = app_over(recorded(ROLLOUT, until=30), clock=FROZEN + 311)  # 10:57:20.5, three seconds in
+    assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
+
+
+class RecordingWithPods(RecordedJobs):
+    """The recorded rollout, and an agent that answers ``pods`` with fixed rows (on a real cluster the pods' names
+    are random; the TUI asking the real agent is tested in tests/integration/test_tui.py)."""
+
+    PODS = (
+        ReplicaSetPods(
+            replica_set="web-7f8466b88b",
+            revision=2,
+            pods=(
+                PodRow(name="web-7f8466b88b-h7v4c", node="streams-4a5f74-b", restarts=3, reason="CrashLoopBackOff"),
+                PodRow(name="web-7f8466b88b-2xq9k", node="streams-4a5f74-a", ready=True),
+            ),
+            total=2,
+            ready=1,
+        ),
+        ReplicaSetPods(
+            replica_set="web-6ccdb8d8f9",
+            revision=1,
+            pods=(
+                PodRow(name="web-6ccdb8d8f9-4kq2m", node="streams-4a5f74-a", ready=True),
+                PodRow(name="web-6ccdb8d8f9-9xw7t", node="streams-4a5f74-b", ready=True, restarts=1),
+            ),
+            total=3,
+            ready=3,
+        ),
+    )
+
+    async def jobs(self) -> list[JobInfo]:
+        spec = {"connection": {"kubeconfig": ["/nowhere"], "namespace": "streams-4a5f74"}}
+        return [dataclasses.replace(info, spec=spec) for info in await super().jobs()]
+
+    async def call(self, method: str, **params: Any) -> Any:
+        assert (method, params["workload"], params["namespace"]) == ("pods", "web", "streams-4a5f74")
+        return {"replica_sets": [row.as_dict() for row in self.PODS]}
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rollout_screen_with_its_pods(snap_compare: Any, size: tuple[int, int]) -> None:
+    envelopes = recorded(ROLLOUT, until=30)
+
+    async def connect() -> JobSource:
+        return RecordingWithPods(envelopes, description="recorded")
+
+    app = RolloutPlusApp(connect, clock=lambda: FROZEN + 311)
     assert snap_compare(app, terminal_size=size, run_before=settled("enter"))
 
 

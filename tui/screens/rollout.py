@@ -1,23 +1,39 @@
-"""The Rollout screen: revision → ReplicaSet tree with desired/current/ready/available bars, the conditions with
-their reasons and messages, progress against the deadline, and the log of what the driver did."""
+"""The Rollout screen: revision → ReplicaSet → pod tree with desired/current/ready/available bars, the conditions
+with their reasons and messages, progress against the deadline, and the log of what the driver did.
+
+The events say what the driver did to the ReplicaSets, not how each pod is doing: the pods (ready, restarts, why
+not Ready) come from the agent's ``pods`` method, asked every ``PODS_EVERY`` seconds while the screen is shown,
+for the workload and cluster the job names.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Footer, Header, RichLog, Static, Tree
 
+from kubectl_rollout.agent import cluster_calls
+from kubectl_rollout.agent.cluster_calls import Call
+from kubectl_rollout.agent.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
+from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.jobs.views.rollout import RolloutView
+from kubectl_rollout.tui.agent_calls import CallRunner, MethodCaller
 from kubectl_rollout.tui.formatting import clock_time, duration
 from kubectl_rollout.tui.screens.job_screen import JobScreen
 from kubectl_rollout.tui.widgets.bars import count_bar
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar, matches
 
 BAR = 5
+#: seconds between two asks for the workload's pods while the screen is shown
+PODS_EVERY = 2.0
+#: pods named per ReplicaSet (those not Ready first); the rest are counted
+PODS_PER_REPLICA_SET = 10
 
 
 def replica_set_label(row: ev.ReplicaSetRow) -> Text:
@@ -33,6 +49,28 @@ def replica_set_counts(row: ev.ReplicaSetRow) -> Text:
     return Text(
         f"want {row.desired}  cur {count_bar(row.current, total, BAR)}  rdy {count_bar(row.ready, total, BAR)}"
         f"  avl {count_bar(row.available, total, BAR)}"
+    )
+
+
+def pod_label(pod: PodRow) -> Text:
+    """``● web-7d9-x2k node-a  3 restarts  CrashLoopBackOff``: green when Ready, red with the reason when not."""
+    label = Text()
+    label.append("● " if pod.ready else "○ ", style="green" if pod.ready else "red")
+    label.append(pod.name)
+    label.append(f" {pod.node or 'no node'}", style="dim")
+    if pod.restarts:
+        label.append(f"  {pod.restarts} restart{'s' if pod.restarts != 1 else ''}", style="yellow")
+    if pod.reason:
+        label.append(f"  {pod.reason}", style="red")
+    return label
+
+
+def more_pods_label(pods: ReplicaSetPods) -> Text | None:
+    more = pods.total - len(pods.pods)
+    if more <= 0:
+        return None
+    return Text(
+        f"… and {more} more pod{'s' if more != 1 else ''} ({pods.ready}/{pods.total} Ready in all)", style="dim"
     )
 
 
@@ -103,7 +141,8 @@ def log_line(envelope: Envelope) -> str:
 class RolloutScreen(JobScreen):
     HELP_TEXT = (
         "A rollout of a managed workload: each revision's ReplicaSet with its desired, current, ready and "
-        "available pods as bars (new: the current template), failing pods under it, the conditions "
+        "available pods as bars (new: the current template), its pods under it (Ready or not, on which node, "
+        "restarts, why not Ready; refreshed every 2 s), the conditions "
         "(Progressing, Available, ReplicaFailure) with their reasons, how much of the progress deadline is "
         "left, and the log of what the driver did. A rollout is paused on its workload: "
         "`kubectl rollout-plus pause NAME`."
@@ -127,7 +166,45 @@ class RolloutScreen(JobScreen):
         self._logged_seq = 0
         self._last_line = ""
         self._tree_shown: tuple[object, ...] = ()
+        #: the workload's pods per ReplicaSet, as the agent last answered (empty until it did)
+        self.pods: dict[str, ReplicaSetPods] = {}
+        #: how many times the agent answered (tests wait on it), and why it did not the last time ("": it did)
+        self.pods_loads = 0
+        self.pods_error = ""
         self.show_all()
+        self.refresh_pods()
+        self.set_interval(PODS_EVERY, self.refresh_pods)
+
+    def _pods_call(self) -> Call[list[ReplicaSetPods]] | None:
+        """The ask for the workload's pods, on the cluster the job runs against; None until the job names both."""
+        body = self.view.body
+        info = self.rollout_app.store.infos.get(self.job_id)
+        raw = info.spec.get("connection") if info is not None else None
+        if not isinstance(body, RolloutView) or not body.workload or not isinstance(raw, dict):
+            return None
+        connection: Connection = decode_dataclass(Connection, raw)
+        namespace = body.namespace or None
+        return cluster_calls.pods(connection, body.workload, namespace=namespace, limit=PODS_PER_REPLICA_SET)
+
+    @work(exclusive=True, group="pods")
+    async def refresh_pods(self) -> None:
+        # Only an agent has a cluster to ask (a recording has none), and only the screen shown needs it.
+        if not isinstance(self.rollout_app.source, MethodCaller) or not self.is_current:
+            return
+        link: CallRunner | None = getattr(self.app, "cluster_link", None)
+        call = self._pods_call()
+        if link is None or call is None:
+            return
+        try:
+            found = await link.run(call)
+        except AgentError as err:
+            self.pods_error = err.message
+        else:
+            self.pods = {row.replica_set: row for row in found}
+            self.pods_error = ""
+            self.pods_loads += 1
+        if self.is_mounted:
+            self.show_all()
 
     def show_all(self) -> None:
         if not self.is_mounted:
@@ -154,17 +231,27 @@ class RolloutScreen(JobScreen):
         needle = self.query_one(FilterBar).value
         rows = [r for r in body.rows if not needle or matches(f"rev {r.revision} {r.name}", needle)]
         failing = body.failing
-        shown = (tuple(rows), failing, needle)
+        pods = tuple(self.pods.get(row.name) for row in rows)
+        shown = (tuple(rows), failing, needle, pods, self.pods_error)
         if shown == self._tree_shown:
             return
         self._tree_shown = shown
         tree: Tree[str] = self.query_one("#replica-sets", Tree)
         tree.clear()
         tree.root.label = f"{body.namespace}/{body.workload}"
-        for row in rows:
+        if self.pods_error:
+            tree.root.add_leaf(Text(f"pods: {self.pods_error}", style="red"))
+        for row, its_pods in zip(rows, pods, strict=True):
             node = tree.root.add(replica_set_label(row), data=row.name, expand=True)
             node.add_leaf(replica_set_counts(row))
-            if failing is not None and failing.pod.startswith(row.name + "-"):
+            if its_pods is not None:
+                for pod in its_pods.pods:
+                    node.add_leaf(pod_label(pod))
+                more = more_pods_label(its_pods)
+                if more is not None:
+                    node.add_leaf(more)
+            listed = failing is not None and its_pods is not None and any(p.name == failing.pod for p in its_pods.pods)
+            if failing is not None and not listed and failing.pod.startswith(row.name + "-"):
                 node.add_leaf(
                     Text(
                         f"pod {failing.pod}: {failing.reason} ({failing.restart_count} restarts) {failing.image}",
