@@ -73,6 +73,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # events again (``Event.coalesce_key``; NULL for events recorded before: those are all sent).
         "ALTER TABLE events ADD COLUMN coalesce_key TEXT",
     ),
+    (
+        # Who submitted a job survives the agent (the Jobs screen's BY column); '' for jobs recorded before.
+        "ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT ''",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -141,11 +145,21 @@ class Journal:
 
     # --- jobs --------------------------------------------------------------------------------
 
-    def create_job(self, job_id: str, spec: JobSpec, *, now: float | None = None) -> None:
+    def create_job(self, job_id: str, spec: JobSpec, *, now: float | None = None, submitted_by: str = "") -> None:
+        """``submitted_by``: the client that asked for it, as its hello named it (never a credential)."""
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO jobs (id, kind, target, spec, state, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (job_id, spec.kind.value, spec.target, spec.to_json(), JobState.PENDING.value, now or time.time()),
+                "INSERT INTO jobs (id, kind, target, spec, state, created_at, submitted_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job_id,
+                    spec.kind.value,
+                    spec.target,
+                    spec.to_json(),
+                    JobState.PENDING.value,
+                    now or time.time(),
+                    submitted_by,
+                ),
             )
 
     def mark_running(self, job_id: str, *, now: float | None = None) -> None:
@@ -180,7 +194,8 @@ class Journal:
 
     _JOB_COLUMNS = (
         "id, kind, target, spec, state, created_at, started_at, finished_at, exit_code, summary, error, runs, "
-        "cancel_requested, (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.job = jobs.id), paused"
+        "cancel_requested, (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.job = jobs.id), paused, "
+        "submitted_by"
     )
 
     @staticmethod
@@ -205,6 +220,7 @@ class Journal:
             cancel_requested=bool(row[12]),
             last_seq=int(row[13]),  # type: ignore[call-overload]
             paused=bool(row[14]),
+            submitted_by=str(row[15]),
         )
 
     def get(self, job_id: str) -> JobInfo | None:

@@ -216,7 +216,7 @@ class JobInfo:
     spec: dict[str, Any] = field(default_factory=dict)
     #: connections attached to its events now (0 from an agent older than this field)
     attached: int = 0
-    #: the client that submitted it, as its hello named it, with its pid ("" once the agent restarted)
+    #: the client that submitted it, as its hello named it, with its pid ("" for jobs journaled before it was kept)
     submitted_by: str = ""
 
     def as_dict(self) -> dict[str, Any]:

@@ -153,9 +153,8 @@ class Agent:
         self.settings = settings
         self.live: dict[str, LiveJob] = {}
         self.clients: set[Connection] = set()
-        #: how many connections follow each job now, and who submitted the jobs this agent started (in memory)
+        #: how many connections follow each job now
         self.attached: collections.Counter[str] = collections.Counter()
-        self.submitted_by: dict[str, str] = {}
         self.started_at = time.time()
         self._last_busy = time.monotonic()
         self._stopping: asyncio.Event | None = None
@@ -460,8 +459,8 @@ class Agent:
                 {"job": other, "object": what},
             )
         job_id = new_job_id()
-        self.journal.create_job(job_id, spec)  # intent before action: committed before the job starts
-        self.submitted_by[job_id] = f"{connection.client} (pid {connection.pid})"
+        # Intent before action: committed before the job starts, with who asked for it.
+        self.journal.create_job(job_id, spec, submitted_by=f"{connection.client} (pid {connection.pid})")
         self._start(job_id, spec, resumed=False, history=[], next_seq=1)
         log.info("job %s (%s %s): submitted", job_id, spec.kind.value, spec.target)
         return self._info({"job": job_id}).as_dict()
@@ -478,9 +477,7 @@ class Agent:
         return self._with_clients(info)
 
     def _with_clients(self, info: JobInfo) -> JobInfo:
-        return dataclasses.replace(
-            info, attached=self.attached[info.id], submitted_by=self.submitted_by.get(info.id, "")
-        )
+        return dataclasses.replace(info, attached=self.attached[info.id])
 
     def _cancel(self, params: dict[str, Any]) -> dict[str, Any]:
         info = self._info(params)

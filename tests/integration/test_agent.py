@@ -582,6 +582,8 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
     with connect(name="test") as agent:
         info = agent.show(job.id)
     assert (info.state, info.runs) == ("succeeded", 2)
+    # Who submitted it is journaled with it: the agent that finished it never met that client.
+    assert info.submitted_by == f"test (pid {os.getpid()})", info.submitted_by
 
 
 # --- the CLI with the agent -----------------------------------------------------------------------

@@ -52,6 +52,29 @@ def test_an_older_journal_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None
     journal.close()
 
 
+def test_who_submitted_a_job_survives_reopening_and_older_jobs_say_nobody(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    # A journal from before submitted_by was kept, with one job in it.
+    before = Journal(path, migrations=MIGRATIONS[:4])
+    # The old schema has no submitted_by column: the job goes in as that agent wrote it.
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO jobs (id, kind, target, spec, state, created_at) VALUES ('old', 'drain', 'node/n1', ?, "
+            "'succeeded', 5)",
+            (SPEC.to_json(),),
+        )
+    before.close()
+    journal = Journal(path)
+    journal.create_job("new", SPEC, now=10.0, submitted_by="tui (pid 4242)")
+    journal.close()
+    # An agent restart is the journal opened again.
+    reopened = Journal(path)
+    assert reopened.schema_version() == len(MIGRATIONS)
+    assert reopened.get("new").submitted_by == "tui (pid 4242)"  # type: ignore[union-attr]
+    assert reopened.get("old").submitted_by == ""  # type: ignore[union-attr]
+    reopened.close()
+
+
 def test_a_journal_from_a_newer_agent_is_refused_with_what_to_do(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
     Journal(path).close()
