@@ -71,8 +71,10 @@ class RolloutPlusApp(App[None]):
         flush_interval: float = FLUSH_INTERVAL,
         list_interval: float = LIST_INTERVAL,
         cluster: ClusterScope | None = None,
+        no_cluster: str = "",
     ) -> None:
-        """``cluster``: what the Nodes and Workloads screens show (None: they say there is no cluster)."""
+        """``cluster``: what the Nodes and Workloads screens show (None: they say there is no cluster, and
+        ``no_cluster`` why and how to configure one)."""
         super().__init__()
         for top in TOP_SCREENS:
             self.add_mode(top.mode, top.load())
@@ -91,6 +93,8 @@ class RolloutPlusApp(App[None]):
         self.sub_title = "read-only" if readonly else ""
         #: the Nodes and Workloads screens' cluster, and their way to the agent's cluster methods
         self.cluster_scope = cluster
+        #: why there is no cluster (no usable kubeconfig, with how to set one), for the cluster screens to say
+        self.no_cluster_reason = no_cluster
         self.cluster_link = SourceCalls(lambda: self.source)
 
     # --- life cycle ------------------------------------------------------------------------

@@ -18,10 +18,12 @@ def open_tui(
     replay: tuple[Path, ...] = (),
     cluster: Connection | None = None,
     node_selector: str = "",
+    no_cluster: str = "",
 ) -> None:
     """Run the TUI until the user leaves it; the jobs go on in the agent.
 
-    ``cluster``: the cluster its Nodes and Workloads screens show (None: they say there is none).
+    ``cluster``: the cluster its Nodes and Workloads screens show (None: they say there is none, and
+    ``no_cluster`` why).
     """
     from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect, recording_connect
     from kubectl_rollout.tui.cluster_scope import ClusterScope
@@ -33,7 +35,9 @@ def open_tui(
     scope = None
     if cluster is not None and not replay:
         scope = ClusterScope(connection=cluster, node_selector=node_selector, readonly=readonly)
-    app = RolloutPlusApp(connect, readonly=readonly or bool(replay), open_job=open_job, cluster=scope)
+    app = RolloutPlusApp(
+        connect, readonly=readonly or bool(replay), open_job=open_job, cluster=scope, no_cluster=no_cluster
+    )
     app.run()
     if app.return_code:
         raise Failure("the TUI stopped with an error (see above)", app.return_code)
@@ -90,8 +94,22 @@ def tui(
       kubectl rollout-plus drain node-a --tui
       kubectl rollout-plus tui --replay drain.jsonl
     """
+    from kubectl_rollout.kube.cluster_access import ClusterAccessError
+
     cluster = None
+    no_cluster = ""
     if not replay:
-        # Reads the kubeconfig (no request): the screens then name the cluster as a job spec does.
-        cluster = connection_of(ctx, open_cluster(ctx, **flags), flags)
-    open_tui(open_job=job_id, readonly=readonly, replay=replay, cluster=cluster, node_selector=node_selector)
+        try:
+            # Reads the kubeconfig (no request): the screens then name the cluster as a job spec does.
+            cluster = connection_of(ctx, open_cluster(ctx, **flags), flags)
+        except ClusterAccessError as err:
+            # The Jobs screen needs the agent only; the Nodes and Workloads screens say why they are empty.
+            no_cluster = f"no cluster is configured: {err.message}"
+    open_tui(
+        open_job=job_id,
+        readonly=readonly,
+        replay=replay,
+        cluster=cluster,
+        node_selector=node_selector,
+        no_cluster=no_cluster,
+    )

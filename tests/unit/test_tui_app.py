@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
+from textual.widgets import Static
 
 from kubectl_rollout.cli.main import cli
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.tui.app import RolloutPlusApp, recording_connect
 from kubectl_rollout.tui.screens.drain import DrainScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
+from kubectl_rollout.tui.screens.nodes import NodesScreen
 
 DRAIN = Path(__file__).parent / "streams" / "drain_pdb_and_bare_pod.jsonl"
 
@@ -69,3 +73,43 @@ def test_the_store_hands_each_event_emission_time_to_the_flush_that_folds_it() -
     assert changed == {"j1"}
     assert emitted == [1795431129.5, 1795431130.25]
     assert store.take_changed() == (set(), [])
+
+
+def test_tui_without_a_kubeconfig_opens_and_its_cluster_screens_say_how_to_set_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: dict[str, Any] = {}
+    monkeypatch.setattr("kubectl_rollout.cli.tui_command.open_tui", lambda **kwargs: opened.update(kwargs))
+    missing = tmp_path / "nowhere"
+    result = CliRunner().invoke(cli, ["tui"], env={"KUBECONFIG": str(missing), "HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert opened["cluster"] is None
+    reason = opened["no_cluster"]
+    assert reason.startswith("no cluster is configured: no kubeconfig found"), reason
+    assert "--kubeconfig" in reason
+    assert "KUBECONFIG" in reason
+
+    async def scenario() -> tuple[type, str, str, type, str]:
+        app = RolloutPlusApp(recording_connect([DRAIN]), no_cluster=reason)
+        async with app.run_test(size=(80, 24)) as pilot:
+            summary = app.screen.query_one("#jobs-summary", Static)
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if "1 jobs" in str(summary.render()):
+                    break
+            jobs_screen, jobs = type(app.screen), summary.render()
+            await pilot.press("2")
+            for _ in range(50):
+                await pilot.pause(0.02)
+                if isinstance(app.screen, NodesScreen) and app.screen.status_text:
+                    break
+            nodes = app.screen
+            detail = nodes.query_one(".detail", Static).render()
+            return jobs_screen, str(jobs), str(detail), type(nodes), nodes.status_text
+
+    jobs_screen, jobs, detail, nodes_screen, status = asyncio.run(scenario())
+    assert jobs_screen is JobsScreen
+    assert "1 jobs" in jobs, jobs  # the Jobs screen works without a cluster
+    assert nodes_screen is NodesScreen
+    assert detail == reason
+    assert "no cluster to show" in status

@@ -84,8 +84,9 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
         if self._scope is None:
             scope: ClusterScope | None = getattr(self.app, "cluster_scope", None)
             if scope is None:
-                # A TUI opened on recordings: nothing to show, nothing to change.
-                self.no_cluster = "no cluster: the TUI shows recorded jobs (--replay)"
+                # A TUI opened on recordings, or without a usable kubeconfig: nothing to show, nothing to change.
+                reason: str = getattr(self.app, "no_cluster_reason", "")
+                self.no_cluster = reason or "no cluster: the TUI shows recorded jobs (--replay)"
                 scope = ClusterScope(connection=Connection(), readonly=True, refresh_every=0)
             if getattr(self.app, "readonly", False) and not scope.readonly:
                 scope = dataclasses.replace(scope, readonly=True)
@@ -178,7 +179,9 @@ class ClusterTableScreen(Screen[None], Generic[Row]):
     @work(exclusive=True, group="refresh")
     async def action_refresh(self) -> None:
         if self.no_cluster:
-            self.say(self.no_cluster, error=True)
+            # The whole of why (and how to configure a cluster) where there is room for it; the status line is short.
+            self.query_one(".detail", Static).update(self.no_cluster)
+            self.say("no cluster to show (see above); the Jobs screen (1) works without one", error=True)
             return
         try:
             rows = await self.load()
