@@ -147,6 +147,7 @@ async def test_the_blocker_panel_names_the_pdbs_never_ready_pod_and_its_node(
             named = f"unhealthy: {sick.metadata.name} on {other}: not Ready since"
             await until(pilot, lambda: named in panel.plain, what="the panel naming the never-Ready pod")
             assert f"PDB {namespace}/shop" in panel.plain
+            assert f"kubectl -n {namespace} describe pod {sick.metadata.name}" in panel.plain
     finally:
         with connect(name="test", start=False) as agent:
             agent.cancel(job_id)

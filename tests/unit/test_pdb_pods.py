@@ -144,6 +144,7 @@ def test_drain_and_restart_views_carry_the_newest_report_to_the_blocker() -> Non
         view = fold(view, Envelope(job="j", seq=2, at=101.0, event=first))  # type: ignore[operator]
         (block,) = pdb_blocks(view.pods, view.pdb_pods)
         assert (block.unhealthy, block.unhealthy_count) == ((sick,), 1)
+        assert block.unblock[-1] == "kubectl -n ns describe pod sick"  # where to look first
         healed = PdbPodsUnhealthy(pdb="ns/web", selected=2)
         view = fold(view, Envelope(job="j", seq=3, at=102.0, event=healed))  # type: ignore[operator]
         (block,) = pdb_blocks(view.pods, view.pdb_pods)

@@ -110,6 +110,10 @@ def pdb_blocks(pods: Mapping[str, PodView], unhealthy: Mapping[str, PdbPodsUnhea
         expected = next((p.blocker.expected for p in blocked if p.blocker and p.blocker.expected is not None), None)
         never, hint, unblock = _advice(pdb, healthy, needed, expected)
         report = (unhealthy or {}).get(pdb)
+        if report is not None and report.pods:
+            # The longest unhealthy pod is where to look first: its events say why it is not Ready.
+            first = report.pods[0].pod
+            unblock = (*unblock, kubectl("-n", first.namespace, "describe", "pod", first.name))
         blocks.append(
             PdbBlock(
                 pdb=pdb,
