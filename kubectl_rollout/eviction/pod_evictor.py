@@ -24,6 +24,7 @@ import tenacity
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.eviction.budget_lanes import Budget, BudgetLanes
 from kubectl_rollout.eviction.pdb_pods import PdbPodsReporter
 from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
@@ -134,6 +135,8 @@ class PodEvictor:
         self.pdb_pods = PdbPodsReporter(cluster, emit)
         limit = options.max_concurrent_evictions
         self._in_flight = threading.BoundedSemaphore(limit) if limit > 0 else None
+        #: evictions of one budget go one after another (the server would serialise them, slower)
+        self._lanes = BudgetLanes()
 
     def pdbs(self) -> PdbWatch:
         """One watch on every PodDisruptionBudget, started on first use."""
@@ -291,10 +294,13 @@ class PodEvictor:
         # Queue for the PDB first when it visibly has no room, instead of
         # spending a request on a refusal we can already see coming.
         admitted, state.admission = state.admission, None
-        if admitted is None and state.pdbs is not None:
+        budget: Budget | None = None
+        if state.pdbs is not None:
             selecting = state.pdbs.selecting(state.current)
-            if len(selecting) == 1 and blocks(selecting[0], state.current):
-                admitted = self._wait_in_line(state, state.pdbs, selecting[0])
+            if len(selecting) == 1:
+                budget = (selecting[0].metadata.namespace, selecting[0].metadata.name)
+                if admitted is None and blocks(selecting[0], state.current):
+                    admitted = self._wait_in_line(state, state.pdbs, selecting[0])
         # Paused while it queued for its PDB: it waits (holding its place) like every other pod.
         self._hold_while_paused(state)
         state.count += 1
@@ -311,7 +317,8 @@ class PodEvictor:
                 admitted(accepted=False)
             raise
         try:
-            self._request_removal(state.current)
+            with self._lanes.lane(budget):
+                self._request_removal(state.current)
         except _Refused:
             self._release_slot()
             if admitted is not None:
