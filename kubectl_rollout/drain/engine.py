@@ -453,9 +453,7 @@ class DrainEngine:
                 with ThreadPoolExecutor(
                     max_workers=min(len(to_remove), 256), thread_name_prefix=f"evict-{name}"
                 ) as pool:
-                    results = list(
-                        pool.map(lambda p: self.evictor.remove(p, _ref(p, name), node_pods, deadline), to_remove)
-                    )
+                    results = list(pool.map(lambda p: self._remove(p, _ref(p, name), node_pods, deadline), to_remove))
                 failures = {qualified(p): r for p, r in zip(to_remove, results, strict=True) if r is not None}
         finally:
             node_pods.stop()
@@ -471,6 +469,13 @@ class DrainEngine:
                 self.cluster, node, reason="Drained", message=f"Node drained: {len(to_remove)} pods removed"
             )
         return _NodeOutcome(node=name, ok=True, evicted=to_remove)
+
+    def _remove(self, pod: Any, ref: PodRef, node_pods: WatchedCollection, deadline: float | None) -> PodFailed | None:
+        # --surge: a surged workload's pods go once its extra pods are Ready (or its surge was given up).
+        surges = self._surges
+        if surges is not None:
+            surges.wait_until_settled(ref, deadline)
+        return self.evictor.remove(pod, ref, node_pods, deadline)
 
     def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> _NodeOutcome:
         reason = ev.join_errors(reasons)

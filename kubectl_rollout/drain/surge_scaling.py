@@ -6,10 +6,13 @@ The decision is ``surge.decide``; the record that makes it crash-safe is
 1. look at each owner of the pods to remove (its kind, count, PDB room,
    HorizontalPodAutoscaler, GitOps marks, a leftover record);
 2. for each one ``decide`` lets surge: record the original count and raise it
-   (one request), then wait until the extra pods are Ready, for a bounded time;
+   (one request), then follow until the extra pods are Ready, for a bounded time;
    pods that stay Pending (no room) or a ReplicaSet that cannot create them
    (ResourceQuota: its ReplicaFailure condition) make the surge give up, put
-   the count back, and the drain waits for the PDB as it would without --surge;
+   the count back, and the drain waits for the PDB as it would without --surge.
+   Each workload's pods wait for its own surge only (``wait_until_settled``):
+   the drain starts at once, every other pod goes meanwhile, and a workload
+   whose surge is Ready does not wait for a slower one;
 3. as each drained pod is evicted, lower the count by one (never below the
    original), so the ReplicaSet creates no replacement and the PDB's room
    comes back without waiting for one;
@@ -82,6 +85,8 @@ class _Surged:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: the Lease that tells other drains this surge is alive
     keeper: LeaseKeeper | None = None
+    #: set once the extra pods are Ready or the surge was given up: its pods may go
+    settled: threading.Event = field(default_factory=threading.Event)
 
 
 def surge_lease(cluster: Cluster, namespace: str, name: str) -> WorkloadLease:
@@ -165,6 +170,9 @@ class SurgeSession:
         self._by_pod: dict[tuple[str, str], _Surged] = {}
         self._replica_sets: dict[tuple[str, str], Any] = {}
         self._autoscalers: dict[str, dict[str, str]] = {}
+        #: follows the surges until each is Ready or given up
+        self._follower: threading.Thread | None = None
+        self._stop = threading.Event()
 
     # --- looking --------------------------------------------------------------------------
 
@@ -279,7 +287,8 @@ class SurgeSession:
     # --- raising --------------------------------------------------------------------------
 
     def start(self, pods: Iterable[tuple[Any, str]], *, nodes: tuple[str, ...]) -> None:
-        """Raise every workload that may surge and wait until its extra pods are Ready (or give it up)."""
+        """Raise every workload that may surge; a thread follows each until its extra pods are Ready (or gives
+        it up). Returns once all are raised: ``wait_until_settled`` holds back each surged workload's pods."""
         for owner, decision in self.plan(pods):
             if owner.disruptions_allowed is None and not decision.warning:
                 continue  # no PDB: nothing to wait for, nothing to say
@@ -291,7 +300,36 @@ class SurgeSession:
                 )
                 continue
             self._raise(owner, decision, nodes)
-        self._wait_ready()
+        if self._surged:
+            self._follower = threading.Thread(target=self._follow_readiness, name="surge-ready", daemon=True)
+            self._follower.start()
+
+    def wait_until_settled(self, pod: PodRef, deadline: float | None) -> None:
+        """Hold a drained pod until its workload's surge is Ready or given up (at once when not surged)."""
+        surged = self._by_pod.get((pod.namespace, pod.name))
+        if surged is None:
+            return
+        while not surged.settled.wait(0.5):
+            if self.cancel.is_set() or self._stop.is_set():
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return  # the eviction then fails on the drain's timeout, in its usual words
+
+    def _follow_readiness(self) -> None:
+        try:
+            self._wait_ready()
+        except Exception as err:  # whatever went wrong, no pod may wait for ever
+            log.warning("could not follow the surges' readiness: %s", err)
+            for surged in list(self._surged.values()):
+                try:
+                    self._give_up(surged, f"its readiness could not be followed ({err})")
+                except (ApiException, CountChanged, OSError) as failure:
+                    log.warning("could not give %s up now (%s); its record stays", surged.ref, failure)
+                finally:
+                    surged.settled.set()
+        finally:
+            for surged in list(self._by_pod.values()):
+                surged.settled.set()
 
     def _raise(self, owner: _Owner, decision: SurgeDecision, nodes: tuple[str, ...]) -> None:
         deployment = owner.deployment
@@ -368,7 +406,7 @@ class SurgeSession:
             for namespace in {ref.namespace for ref in waiting}
         }
         try:
-            while waiting and not self.cancel.is_set():
+            while waiting and not self.cancel.is_set() and not self._stop.is_set():
                 for ref, surged in list(waiting.items()):
                     deployment = collections[ref.namespace].get((ref.namespace, ref.name))
                     verdict = self._readiness(surged, deployment, time.monotonic() - started)
@@ -381,6 +419,7 @@ class SurgeSession:
                         )
                     else:
                         self._give_up(surged, verdict)
+                    surged.settled.set()
                 if waiting:
                     # Woken by the watch; the 1 s cap serves the bounded wait and the cancel flag.
                     changed.wait(1.0)
@@ -388,8 +427,11 @@ class SurgeSession:
         finally:
             for collection in collections.values():
                 collection.stop()
+        if self._stop.is_set():
+            return  # finish() restores them
         for surged in waiting.values():
             self._give_up(surged, "the drain was cancelled")
+            surged.settled.set()
 
     def _readiness(self, surged: _Surged, deployment: Any, waited: float) -> str | None:
         """None: still waiting; "": Ready; otherwise why the surge is given up."""
@@ -508,6 +550,9 @@ class SurgeSession:
 
     def finish(self) -> None:
         """Restore every count this session raised (called whatever happened)."""
+        self._stop.set()
+        if self._follower is not None:
+            self._follower.join()
         for surged in list(self._surged.values()):
             try:
                 self._restore(surged)
