@@ -106,6 +106,8 @@ class WorkloadFacts:
     pods_on_nodes: int = 0
     #: the smallest disruptionsAllowed among the PDBs over those pods; None: no PDB selects them
     disruptions_allowed: int | None = None
+    #: the most room those PDBs' specs can give at its replica count (``budget_room``); None: unknown
+    room_by_spec: int | None = None
     #: a HorizontalPodAutoscaler that targets it, "namespace/name"
     autoscaler: str | None = None
     #: see gitops_marker
@@ -177,7 +179,11 @@ def decide(facts: WorkloadFacts, surge_max: SurgeMax) -> SurgeDecision:
         )
     if facts.rolling_out:
         return no("it is in the middle of a rollout; the drain waits for its PDB", warning)
-    if facts.disruptions_allowed >= facts.pods_on_nodes:
+    # The status may lag (a count just lowered, pods just gone): trust it only as far as the spec allows.
+    room = facts.disruptions_allowed
+    if facts.room_by_spec is not None:
+        room = min(room, facts.room_by_spec)
+    if room >= facts.pods_on_nodes:
         return no(f"its PDB allows {facts.disruptions_allowed} disruption(s) now: no surge needed", warning)
     surge = min(facts.pods_on_nodes, surge_max.bound(facts.replicas))
     return SurgeDecision(
@@ -188,6 +194,34 @@ def decide(facts: WorkloadFacts, surge_max: SurgeMax) -> SurgeDecision:
         reason=f"surge by {surge} (from {facts.replicas} to {facts.replicas + surge} replicas)",
         warning=warning,
     )
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """An IntOrString of a PDB against ``total``, rounded up as the disruption controller does."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%") and text[:-1].isdigit():
+        return math.ceil(total * int(text[:-1]) / 100)
+    return int(text)
+
+
+def budget_room(*, min_available: int | str | None, max_unavailable: int | str | None, replicas: int) -> int | None:
+    """The most disruptions a PDB can allow while its pods are one workload's ``replicas`` pods, all healthy.
+
+    By the disruption controller's arithmetic: maxUnavailable (int or percent of the count, rounded up)
+    allows at most that many; minAvailable allows healthy - minimum, and healthy is at most the count.
+    None when the spec says neither (the status alone decides). A PDB over several workloads counts their
+    pods too, so this bound is then low: the drain surges when in doubt, which costs room, never safety.
+    """
+    try:
+        if max_unavailable is not None:
+            return max(0, _scaled(max_unavailable, replicas))
+        if min_available is not None:
+            return max(0, replicas - _scaled(min_available, replicas))
+    except ValueError:
+        return None
+    return None
 
 
 def lowered_replicas(*, original: int, surge: int, evicted: int) -> int:

@@ -35,6 +35,7 @@ from kubectl_rollout.drain.surge import (
     SurgeDecision,
     SurgeMax,
     WorkloadFacts,
+    budget_room,
     decide,
     gitops_marker,
     lowered_replicas,
@@ -64,6 +65,7 @@ class _Owner:
     pods: list[PodRef] = field(default_factory=list)
     deployment: Any | None = None
     disruptions_allowed: int | None = None
+    budgets: list[Any] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -224,6 +226,8 @@ class SurgeSession:
             owner = owners.setdefault(ref, _Owner(ref=ref))
             owner.pods.append(PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node))
             for budget in self.pdbs.selecting(pod):
+                if all(b.metadata.uid != budget.metadata.uid for b in owner.budgets):
+                    owner.budgets.append(budget)
                 allowed = (budget.status.disruptions_allowed or 0) if budget.status else 0
                 owner.disruptions_allowed = (
                     allowed if owner.disruptions_allowed is None else min(owner.disruptions_allowed, allowed)
@@ -253,6 +257,11 @@ class SurgeSession:
         # Pods of an older template still running: a rollout is under way. (A scale in progress, such as a
         # leftover surge just restored, is not one: every pod is of the current template.)
         rolling_out = status is not None and (status.updated_replicas or 0) < (status.replicas or 0)
+        rooms = [
+            budget_room(min_available=b.spec.min_available, max_unavailable=b.spec.max_unavailable, replicas=desired)
+            for b in owner.budgets
+        ]
+        known = [r for r in rooms if r is not None]
         return WorkloadFacts(
             kind=ref.kind,
             namespace=ref.namespace,
@@ -260,6 +269,7 @@ class SurgeSession:
             replicas=desired,
             pods_on_nodes=len(owner.pods),
             disruptions_allowed=owner.disruptions_allowed,
+            room_by_spec=min(known) if known else None,
             autoscaler=self._autoscaler_of(ref),
             gitops=gitops_marker(deployment.metadata.labels or {}, deployment.metadata.annotations or {}),
             leftover_record=record_of(deployment) is not None,
@@ -341,9 +351,8 @@ class SurgeSession:
         except LeaseHeld as held:
             self.emit(ev.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
             return
-        try:
-            begin(self.cluster, deployment, added=decision.surge, drain=self.drain)
-        except CountChanged:
+        deployment = self._begin(deployment, original=original, added=decision.surge)
+        if deployment is None:
             keeper.stop()
             self.emit(
                 ev.SurgeSkipped(
@@ -389,6 +398,30 @@ class SurgeSession:
                 f"before evicting {len(owner.pods)} pod(s) from {', '.join(nodes)}"
             ),
         )
+
+    def _begin(self, deployment: Any, *, original: int, added: int) -> Any | None:
+        """Record and raise (``surge_record.begin``); the Deployment as it was raised, or None if its count or
+        record changed since the drain looked. Its controller writing its status meanwhile (a scale just
+        restored is still settling) changes only the resourceVersion: read again and retry."""
+        for _ in range(5):
+            try:
+                begin(self.cluster, deployment, added=added, drain=self.drain)
+                return deployment
+            except CountChanged:
+                try:
+                    deployment = call_with_retry(
+                        self.cluster.apps.read_namespaced_deployment,
+                        deployment.metadata.name,
+                        deployment.metadata.namespace,
+                    )
+                except ApiException as err:
+                    if err.status == 404:
+                        return None
+                    raise
+                replicas = deployment.spec.replicas if deployment.spec.replicas is not None else 1
+                if replicas != original or record_of(deployment) is not None:
+                    return None
+        return None
 
     def _wait_ready(self) -> None:
         waiting = dict(self._surged)
