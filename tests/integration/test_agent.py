@@ -26,6 +26,7 @@ from typing import Any
 import manifests
 import pytest
 import watching
+from integration.test_drain_surge import ReplicaHistory, one_replica_min_available_one
 from invariants import HealthyPods
 from kubernetes import client as k8s
 from plugin import events, run_plugin
@@ -34,10 +35,12 @@ from kubectl_rollout.agent.client import agent_running, connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
 from kubectl_rollout.agent.settings import ENV_IDLE, ENV_STALL
+from kubectl_rollout.drain import surge_record
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import BatchStarted, NodeCordoned
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodGone
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
+from kubectl_rollout.jobs.events.surge import SurgeRestored, SurgeStarted
 from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import Cluster
 
@@ -584,6 +587,50 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
     assert (info.state, info.runs) == ("succeeded", 2)
     # Who submitted it is journaled with it: the agent that finished it never met that client.
     assert info.submitted_by == f"test (pid {os.getpid()})", info.submitted_by
+
+
+def test_a_surge_drain_killed_with_the_agent_after_its_scale_up_is_restored_by_the_resumed_agent(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    # One replica behind minAvailable 1: only a surge lets it go, and the kill lands while it is raised.
+    one_replica_min_available_one(cluster, namespace, target, spare)
+    history = ReplicaHistory(cluster, namespace, "web").start()
+    healthy = HealthyPods(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(_drain_spec(kubeconfig, target, namespace, surge=True))
+        before = _follow(job.id, until=SurgeStarted)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        raised = cluster.apps.read_namespaced_deployment("web", namespace)
+        assert raised.spec.replicas == 2
+        killed_drain = raised.metadata.labels[surge_record.SURGED_BY]
+        # The next client starts a new agent, which resumes the job: it restores the record first.
+        with connect(name="test") as agent:
+            assert agent.agent["pid"] != pid
+        after = _follow(job.id, from_seq=before[-1].seq + 1)
+        healthy.settle({"web": 1})
+    finally:
+        minimum = healthy.stop()
+        counts = history.stop()
+    finished = after[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, [(type(e.event).__name__, getattr(e.event, "reason", "")) for e in after]
+    leftovers = [e.event for e in after if isinstance(e.event, SurgeRestored) and e.event.leftover]
+    assert [(r.drain, r.replicas, r.count_restored) for r in leftovers] == [(killed_drain, 1, True)]
+    # Raised by the killed run and put back by the resumed one; if the pod on the node is still there (the
+    # ReplicaSet controller picks which pod the restore removes), the resumed run surges afresh.
+    assert counts[:3] == [1, 2, 1], counts
+    assert counts[-1] == 1, counts
+    assert max(counts) == 2, counts
+    print(f"\nreplica counts {counts}; resumed run: {[type(e.event).__name__ for e in after]}")
+    assert minimum == {"web": 1}
+    assert surge_record.ORIGINAL not in (
+        cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {}
+    )
+    assert [p for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == target] == []
 
 
 # --- the CLI with the agent -----------------------------------------------------------------------
