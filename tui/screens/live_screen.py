@@ -23,6 +23,8 @@ class LiveScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self._shown_texts: dict[str, Text] = {}
+        #: how many lines each shown text took, at which width
+        self._shown_heights: dict[str, tuple[int, int]] = {}
 
     @property
     def rollout_app(self) -> TuiContext:
@@ -34,7 +36,12 @@ class LiveScreen(Screen[None]):
         widget = self.query_one(selector, Static)
         if self._shown_texts.get(selector) != text:
             self._shown_texts[selector] = text
-            widget.update(text)
+            # A text as high as the one it replaces needs no layout of the screen (a layout costs more CPU than
+            # the repaint); a different height or width, or none known yet, does.
+            width = widget.content_size.width
+            height = (width, len(text.wrap(self.app.console, width))) if width > 0 else (0, -1)
+            widget.update(text, layout=height != self._shown_heights.get(selector) or height[1] < 0)
+            self._shown_heights[selector] = height
 
     def show_changes(self, jobs: frozenset[str]) -> None:
         """Repaint what ``jobs`` changed (the app calls this inside one batch update)."""
