@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -30,7 +30,7 @@ from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.cluster_scope import ClusterScope
 from kubectl_rollout.tui.commands import ActionsProvider
 from kubectl_rollout.tui.job_source import JobSource
-from kubectl_rollout.tui.job_store import JobStore
+from kubectl_rollout.tui.job_store import Arrival, JobStore
 from kubectl_rollout.tui.screens import TOP_SCREENS, job_screen_class
 from kubectl_rollout.tui.screens.live_screen import LiveScreen
 
@@ -49,6 +49,15 @@ LATENCY_SAMPLES = 20_000
 
 Connect = Callable[[], Awaitable[JobSource]]
 Clock = Callable[[], float]
+
+
+class Latency(NamedTuple):
+    """One event's way to the screen: the frame that showed it was written at ``painted`` (epoch seconds),
+    so many seconds after the TUI's reader received it, and after the job in the agent emitted it."""
+
+    painted: float
+    from_reader: float
+    from_emission: float
 
 
 class RolloutPlusApp(App[None]):
@@ -82,8 +91,8 @@ class RolloutPlusApp(App[None]):
         self.clock = clock
         self.store = JobStore()
         self.source: JobSource | None = None
-        #: seconds from an event's emission (its envelope's ``at``, the agent's clock) to the repaint that showed it
-        self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        #: each event's way to the frame that showed it (the benchmark reads them)
+        self.latencies: deque[Latency] = deque(maxlen=LATENCY_SAMPLES)
         self._connect = connect
         self._open_job = open_job
         self._flush_interval = flush_interval
@@ -168,7 +177,7 @@ class RolloutPlusApp(App[None]):
             async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1, coalesce=True):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
-                self.store.add(item)
+                self.store.add(item, received=time.time())
                 finished = isinstance(item.event, JobFinished)
                 received += 1
                 if received % YIELD_EVERY == 0:
@@ -198,7 +207,7 @@ class RolloutPlusApp(App[None]):
 
     def flush(self) -> None:
         """Hand the changes since the last flush to the live screens, in one repaint."""
-        changed, emitted = self.store.take_changed()
+        changed, arrivals = self.store.take_changed()
         if not changed:
             return
         jobs = frozenset(changed)
@@ -207,8 +216,8 @@ class RolloutPlusApp(App[None]):
                 if isinstance(screen, LiveScreen):
                     with contextlib.suppress(NoMatches):  # mounting or leaving: its resume shows all
                         screen.show_changes(jobs)
-        if emitted:
-            self.call_after_refresh(self._painted, emitted)
+        if arrivals:
+            self.call_after_refresh(self._painted, arrivals)
 
     def tick(self) -> None:
         """Countdowns move with the clock: the visible screen repaints its changed cells once a second."""
@@ -216,10 +225,11 @@ class RolloutPlusApp(App[None]):
             with self.batch_update(), contextlib.suppress(NoMatches):  # mounting or leaving
                 self.screen.show_all()
 
-    def _painted(self, emitted: list[float]) -> None:
-        # Wall clock on both sides: the agent runs on this machine, so its clock is ours.
+    def _painted(self, arrivals: list[Arrival]) -> None:
+        # Called once the frame with the flush's changes went to the terminal's writer. Wall clock on all
+        # sides: the agent runs on this machine, so its clock is ours.
         now = time.time()
-        self.latencies.extend(now - at for at in emitted)
+        self.latencies.extend(Latency(now, now - a.received, now - a.emitted) for a in arrivals)
 
     # --- keys ------------------------------------------------------------------------------
 

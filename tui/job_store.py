@@ -3,18 +3,28 @@
 A 5000-pod drain sends some 15000 events: folded one by one, each would copy
 the pod map; gathered, a flush folds each job's new events at once
 (``fold_many``) and the app repaints once. Each event's emission time (its
-envelope's ``at``) is kept until that flush, so the latency from the job
-emitting it to the screen showing it can be measured: time spent in the agent,
-the socket and the TUI's reader counts too, not only the wait for a flush.
+envelope's ``at``) and the time the TUI's reader handed it over are kept until
+that flush, so the latency to the screen showing it can be measured from both:
+from the reader (the TUI's own share), and from the job emitting it (time in
+the agent, the socket, and lines waiting while the TUI's loop was busy count
+too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.views.job import JobView, fold_many, new_view
+
+
+class Arrival(NamedTuple):
+    """When an event was emitted (its envelope's ``at``) and received by the TUI's reader (epoch seconds)."""
+
+    emitted: float
+    received: float
 
 
 class JobStore:
@@ -25,8 +35,8 @@ class JobStore:
         self.order: list[str] = []
         self._changed: set[str] = set()
         self._pending: dict[str, list[Envelope]] = {}
-        #: emission times (epoch seconds) of the events gathered since the last flush
-        self._emitted: list[float] = []
+        #: when the events gathered since the last flush were emitted and received
+        self._arrivals: list[Arrival] = []
 
     def set_jobs(self, infos: Iterable[JobInfo]) -> None:
         infos = list(infos)
@@ -40,10 +50,11 @@ class JobStore:
                 self._changed.add(info.id)
             self.views.setdefault(info.id, new_view(job=info.id, kind=info.kind))
 
-    def add(self, envelope: Envelope) -> None:
-        """Keep an event until the next ``take_changed`` folds it."""
+    def add(self, envelope: Envelope, *, received: float) -> None:
+        """Keep an event, which the reader handed over at ``received`` (epoch seconds), until the next
+        ``take_changed`` folds it."""
         self._pending.setdefault(envelope.job, []).append(envelope)
-        self._emitted.append(envelope.at)
+        self._arrivals.append(Arrival(envelope.at, received))
 
     def _fold_pending(self) -> None:
         pending, self._pending = self._pending, {}
@@ -69,10 +80,10 @@ class JobStore:
         pending = self._pending.get(job_id)
         return pending[-1].seq if pending else self.view(job_id).last_seq
 
-    def take_changed(self) -> tuple[set[str], list[float]]:
+    def take_changed(self) -> tuple[set[str], list[Arrival]]:
         """Fold what arrived; the jobs changed since the last call, and when each of their new events was
-        emitted (epoch seconds)."""
+        emitted and received."""
         self._fold_pending()
-        changed, emitted = self._changed, self._emitted
-        self._changed, self._emitted = set(), []
-        return changed, emitted
+        changed, arrivals = self._changed, self._arrivals
+        self._changed, self._arrivals = set(), []
+        return changed, arrivals

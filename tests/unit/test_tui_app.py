@@ -61,17 +61,18 @@ def test_a_replay_file_that_is_not_a_recording_fails_before_the_tui_starts(tmp_p
     assert f"{bad}:1: not an event envelope" in result.output
 
 
-def test_the_store_hands_each_event_emission_time_to_the_flush_that_folds_it() -> None:
-    # The latency is measured from the job emitting the event, not from the TUI reading it.
+def test_the_store_hands_each_event_emission_and_reception_time_to_the_flush_that_folds_it() -> None:
+    # The latency is measured both from the job emitting the event and from the TUI's reader receiving it.
     from kubectl_rollout.jobs.events.job import JobStarted
-    from kubectl_rollout.tui.job_store import JobStore
+    from kubectl_rollout.tui.job_store import Arrival, JobStore
 
     store = JobStore()
     for seq, at in enumerate((1795431129.5, 1795431130.25), 1):
-        store.add(Envelope(job="j1", seq=seq, at=at, event=JobStarted(kind="drain", target="node/n1")))
-    changed, emitted = store.take_changed()
+        event = JobStarted(kind="drain", target="node/n1")
+        store.add(Envelope(job="j1", seq=seq, at=at, event=event), received=at + 0.125)
+    changed, arrivals = store.take_changed()
     assert changed == {"j1"}
-    assert emitted == [1795431129.5, 1795431130.25]
+    assert arrivals == [Arrival(1795431129.5, 1795431129.625), Arrival(1795431130.25, 1795431130.375)]
     assert store.take_changed() == (set(), [])
 
 
