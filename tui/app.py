@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
+from textual.screen import Screen
 
 from kubectl_rollout.agent.async_client import Lagged
 from kubectl_rollout.agent.errors import AgentError
@@ -212,7 +213,7 @@ class RolloutPlusApp(App[None]):
             return
         jobs = frozenset(changed)
         with self.batch_update():
-            for screen in self.screen_stack:
+            for screen in shown_screens(self.screen_stack):
                 if isinstance(screen, LiveScreen):
                     with contextlib.suppress(NoMatches):  # mounting or leaving: its resume shows all
                         screen.show_changes(jobs)
@@ -238,6 +239,19 @@ class RolloutPlusApp(App[None]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+
+def shown_screens(stack: Sequence[Screen[Any]]) -> list[Screen[Any]]:
+    """The screens a person sees: the top one, and below it each one the screen above lets through (a dialog
+    over a job). The others show everything when they are on top again (``LiveScreen.on_screen_resume``):
+    repainting a screen that is hidden costs nothing on screen, but Textual then repaints the whole
+    screen on top (measured: the job list under a drain made every flush a full-screen repaint)."""
+    shown: list[Screen[Any]] = []
+    for screen in reversed(stack):
+        shown.append(screen)
+        if screen.styles.background.a >= 1:
+            break
+    return shown
 
 
 def agent_connect() -> Connect:

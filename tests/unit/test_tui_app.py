@@ -114,3 +114,28 @@ def test_tui_without_a_kubeconfig_opens_and_its_cluster_screens_say_how_to_set_o
     assert nodes_screen is NodesScreen
     assert detail == reason
     assert "no cluster to show" in status
+
+
+def test_only_the_screens_a_person_sees_are_repainted_at_a_flush() -> None:
+    # The job list under a drain is hidden: repainting it made Textual repaint the whole drain screen.
+    from kubectl_rollout.tui.app import shown_screens
+    from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+
+    job = json.loads(DRAIN.read_text().splitlines()[0])["job"]
+
+    async def scenario() -> tuple[list[type], list[type]]:
+        app = RolloutPlusApp(recording_connect([DRAIN]), open_job=job)
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if isinstance(app.screen, DrainScreen):
+                    break
+            alone = [type(s) for s in shown_screens(app.screen_stack)]
+            await app.push_screen(ConfirmScreen("Sure?", yes="Yes"))
+            await pilot.pause()
+            under_a_dialog = [type(s) for s in shown_screens(app.screen_stack)]
+            return alone, under_a_dialog
+
+    alone, under_a_dialog = asyncio.run(scenario())
+    assert alone == [DrainScreen]
+    assert under_a_dialog == [ConfirmScreen, DrainScreen]
