@@ -3,9 +3,9 @@
 The app owns the connection (a ``JobSource``), the ``JobStore`` every screen
 reads, and the workers that fill it: one polls the agent's job list, one per
 followed job reads its events, all on Textual's own loop. A timer flushes the
-store's changes to the screens a few times a second inside one batch update,
-so a burst of events costs one repaint. Quitting detaches: jobs go on in the
-agent.
+store's changes to the screens soon after events arrive, at most ten times a
+second, inside one batch update, so a burst of events costs one repaint (see
+``flush_pacing``). Quitting detaches: jobs go on in the agent.
 """
 
 from __future__ import annotations
@@ -30,20 +30,23 @@ from kubectl_rollout.tui.agent_calls import SourceCalls
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.cluster_scope import ClusterScope
 from kubectl_rollout.tui.commands import ActionsProvider
+from kubectl_rollout.tui.flush_pacing import FlushPacer
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.job_store import Arrival, JobStore
 from kubectl_rollout.tui.screens import TOP_SCREENS, job_screen_class
 from kubectl_rollout.tui.screens.live_screen import LiveScreen
 
-#: how often changes reach the screen (seconds): 4 Hz keeps a 5000-row table cheap and still feels live
-FLUSH_INTERVAL = 0.25
+#: seconds between two flushes at least: at most 10 repaints a second keeps a 5000-row table cheap
+FLUSH_INTERVAL = 0.1
+#: seconds a flush waits after the event that asked for it, for the rest of the burst it came in
+FLUSH_GATHER = 0.01
 #: how often the agent's job list is asked for (it sends no notification for new jobs)
 LIST_INTERVAL = 1.0
 #: the newest jobs are followed even when finished (their bars then show how far they got)
 FOLLOW_FINISHED = 10
 #: a followed job's backlog gives the loop back every so many events
 YIELD_EVERY = 200
-#: how often countdowns (next try, ETA, deadline) move without an event
+#: how often countdowns (next try, ETA, deadline) move without an event, and changes without events show
 TICK_INTERVAL = 1.0
 #: how many event-to-screen latencies are kept for the benchmark
 LATENCY_SAMPLES = 20_000
@@ -96,7 +99,7 @@ class RolloutPlusApp(App[None]):
         self.latencies: deque[Latency] = deque(maxlen=LATENCY_SAMPLES)
         self._connect = connect
         self._open_job = open_job
-        self._flush_interval = flush_interval
+        self._pacer = FlushPacer(gather=FLUSH_GATHER, min_interval=flush_interval)
         self._list_interval = list_interval
         self._followed: set[str] = set()
         self._listed_once = False
@@ -111,7 +114,6 @@ class RolloutPlusApp(App[None]):
 
     async def on_mount(self) -> None:
         await self.switch_mode(TOP_SCREENS[0].mode)
-        self.set_interval(self._flush_interval, self.flush)
         self.set_interval(TICK_INTERVAL, self.tick)
         self.run_worker(self._run(), name="agent", group="agent", exit_on_error=False)
 
@@ -129,6 +131,7 @@ class RolloutPlusApp(App[None]):
                 self._say_lost(err.message)
                 return
             self.store.set_jobs(infos)
+            self._changes_came()
             for index, info in enumerate(infos):
                 if index < FOLLOW_FINISHED or info.state in (JobState.RUNNING, JobState.PENDING):
                     self.follow(info.id)
@@ -173,12 +176,14 @@ class RolloutPlusApp(App[None]):
     async def _follow(self, source: JobSource, job_id: str) -> None:
         finished = False
         received = 0
+        from_seq = self.store.last_seq(job_id) + 1
         try:
             # The backlog coalesced: the first paint of a long drain needs each pod's last state, not its history.
-            async for item in source.follow(job_id, from_seq=self.store.last_seq(job_id) + 1, coalesce=True):
+            async for item in source.follow(job_id, from_seq=from_seq, coalesce=True):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item, received=time.time())
+                self._changes_came()
                 finished = isinstance(item.event, JobFinished)
                 received += 1
                 if received % YIELD_EVERY == 0:
@@ -206,8 +211,16 @@ class RolloutPlusApp(App[None]):
 
     # --- flushing --------------------------------------------------------------------------
 
+    def _changes_came(self) -> None:
+        """The store has something new: a flush soon (see ``FlushPacer``)."""
+        delay = self._pacer.arrived(time.monotonic())
+        if delay is not None:
+            self.set_timer(delay, self.flush, name="flush")
+
     def flush(self) -> None:
         """Hand the changes since the last flush to the live screens, in one repaint."""
+        now = time.monotonic()
+        self._pacer.flushed(now)
         changed, arrivals = self.store.take_changed()
         if not changed:
             return
@@ -221,7 +234,9 @@ class RolloutPlusApp(App[None]):
             self.call_after_refresh(self._painted, arrivals)
 
     def tick(self) -> None:
-        """Countdowns move with the clock: the visible screen repaints its changed cells once a second."""
+        """Countdowns move with the clock: the visible screen repaints its changed cells once a second (and
+        what changed without an event, e.g. a job's entry after a cancel, shows)."""
+        self.flush()
         if isinstance(self.screen, LiveScreen):
             with self.batch_update(), contextlib.suppress(NoMatches):  # mounting or leaving
                 self.screen.show_all()
