@@ -5,7 +5,8 @@ reads, and the workers that fill it: one polls the agent's job list, one per
 followed job reads its events, all on Textual's own loop. A timer flushes the
 store's changes to the screens soon after events arrive, at most ten times a
 second, inside one batch update, so a burst of events costs one repaint (see
-``flush_pacing``). Quitting detaches: jobs go on in the agent.
+``flush_pacing``); a job's backlog is painted once, when it is all in.
+Quitting detaches: jobs go on in the agent.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from kubectl_rollout.tui.screens.live_screen import LiveScreen
 FLUSH_INTERVAL = 0.1
 #: seconds a flush waits after the event that asked for it, for the rest of the burst it came in
 FLUSH_GATHER = 0.01
+#: seconds a job's first paint waits at most for the rest of its backlog
+BACKLOG_HOLD = 3.0
 #: how often the agent's job list is asked for (it sends no notification for new jobs)
 LIST_INTERVAL = 1.0
 #: the newest jobs are followed even when finished (their bars then show how far they got)
@@ -177,13 +180,23 @@ class RolloutPlusApp(App[None]):
         finished = False
         received = 0
         from_seq = self.store.last_seq(job_id) + 1
+        info = self.store.infos.get(job_id)
+        # The events the agent listed are the backlog (a running job's few newer ones come as it streams): held
+        # until they are in, then folded and painted once.
+        backlog_end = info.last_seq if info is not None and info.last_seq >= from_seq else 0
+        if backlog_end:
+            self.store.hold(job_id, until_seq=backlog_end, deadline=time.monotonic() + BACKLOG_HOLD)
         try:
             # The backlog coalesced: the first paint of a long drain needs each pod's last state, not its history.
             async for item in source.follow(job_id, from_seq=from_seq, coalesce=True):
                 if isinstance(item, Lagged):
                     continue  # what still arrives folds to the same view
                 self.store.add(item, received=time.time())
-                self._changes_came()
+                if backlog_end and item.seq >= backlog_end:
+                    backlog_end = 0
+                    self.flush()  # the backlog is in: its first paint now
+                else:
+                    self._changes_came()
                 finished = isinstance(item.event, JobFinished)
                 received += 1
                 if received % YIELD_EVERY == 0:
@@ -221,7 +234,7 @@ class RolloutPlusApp(App[None]):
         """Hand the changes since the last flush to the live screens, in one repaint."""
         now = time.monotonic()
         self._pacer.flushed(now)
-        changed, arrivals = self.store.take_changed()
+        changed, arrivals = self.store.take_changed(now=now)
         if not changed:
             return
         jobs = frozenset(changed)

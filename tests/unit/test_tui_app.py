@@ -70,10 +70,10 @@ def test_the_store_hands_each_event_emission_and_reception_time_to_the_flush_tha
     for seq, at in enumerate((1795431129.5, 1795431130.25), 1):
         event = JobStarted(kind="drain", target="node/n1")
         store.add(Envelope(job="j1", seq=seq, at=at, event=event), received=at + 0.125)
-    changed, arrivals = store.take_changed()
+    changed, arrivals = store.take_changed(now=0.0)
     assert changed == {"j1"}
     assert arrivals == [Arrival(1795431129.5, 1795431129.625), Arrival(1795431130.25, 1795431130.375)]
-    assert store.take_changed() == (set(), [])
+    assert store.take_changed(now=0.0) == (set(), [])
 
 
 def test_tui_without_a_kubeconfig_opens_and_its_cluster_screens_say_how_to_set_one(
