@@ -55,3 +55,21 @@ def test_only_changed_rows_count_and_the_cursor_stays_on_its_row() -> None:
         (4, ["x", "a", "b", "c"], "b"),  # a row came first: every row moved, the cursor stayed on b
         (4, ["b"], "b"),  # filtered
     ]
+
+
+def test_the_same_row_objects_again_change_nothing_and_moved_ones_repaint() -> None:
+    # Screens hand an unchanged row's tuple again: the table checks it by identity before comparing cells.
+    a, b = ("a", ("a", Text("gone"))), ("b", ("b", Text("evicting")))
+    seen: list[int] = []
+
+    async def scenario() -> None:
+        app = _OneTable()
+        async with app.run_test(size=(40, 10)) as pilot:
+            table = app.query_one(LiveTable)
+            for rows in ([a, b], [a, b], [b, a]):
+                table.sync(rows)
+                await pilot.pause()
+                seen.append(table.rows_changed)
+
+    asyncio.run(scenario())
+    assert seen == [2, 0, 2]

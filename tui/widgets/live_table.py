@@ -116,7 +116,10 @@ class LiveTable(ScrollView, can_focus=True):
         changed: list[int] = []
         new_rows = list(rows)
         self._index = {key: i for i, (key, _) in enumerate(new_rows)}
-        for i, (key, cells) in enumerate(new_rows):
+        for i, row in enumerate(new_rows):
+            if i < len(old_rows) and old_rows[i] is row:
+                continue  # the same row object in the same place (a screen hands unchanged rows again)
+            key, cells = row
             before = old_index.get(key)
             if before is not None:
                 shown = old_rows[before][1]
