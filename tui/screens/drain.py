@@ -84,7 +84,11 @@ class DrainScreen(JobScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        #: each shown pod's row, by the identity of the pod's view (see ``_pod_row``)
+        #: while a flush shows events, the blocker panel is left to the next show_all (see ``show_changes``)
+        self._events_only = False
+        #: the PDBs the blocker panel shows
+        self._panel_pdbs: tuple[str, ...] = ()
+        #: each shown pod's row, by the identity of the pod's view (see ``_pod_rows``)
         self._rows: dict[int, tuple[PodView, NodeState | None, Row]] = {}
         self.title = f"Job {self.job_id}"
         self.query_one(FilterBar).display = False
@@ -122,6 +126,17 @@ class DrainScreen(JobScreen):
             return {}, [body.pods[key] for key in order if key in body.pods]
         return {}, []
 
+    def show_changes(self, jobs: frozenset[str]) -> None:
+        # Events show at once in the pod table and the header. The blocker panel explains (its counts and
+        # durations move by the second) and is some ten lines: repainted at every flush it was a third of the
+        # bytes sent to the terminal. A flush shows it only when other PDBs block (one more, one fewer, none);
+        # its counts follow the app's one-second tick (show_all).
+        self._events_only = True
+        try:
+            super().show_changes(jobs)
+        finally:
+            self._events_only = False
+
     def show_all(self) -> None:
         if not self.is_mounted:
             return
@@ -135,4 +150,8 @@ class DrainScreen(JobScreen):
         self.query_one("#pods", LiveTable).sync(self._pod_rows(pods, nodes, now=now), needle=needle)
         body = self.view.body
         blocks = pdb_blocks(body.pods, body.pdb_pods) if isinstance(body, DrainView | RestartView) else []
+        names = tuple(block.pdb for block in blocks)
+        if self._events_only and names == self._panel_pdbs:
+            return  # the same PDBs block: their counts follow the tick
+        self._panel_pdbs = names
         self.query_one(BlockerPanel).show_blocks(blocks, now=now)
