@@ -96,6 +96,12 @@ def test_drain_tui_in_a_terminal_shows_the_blocking_pdb_then_the_node_drained(
     assert f"PDB {namespace}/web" not in shown, "the blocker panel stayed after the PDB had room"
 
     tmux.run("send-keys", "-t", "tui", "q")
-    with connect(name="test", start=False) as agent:
-        (job,) = agent.jobs()
+    # The screen shows the node drained as soon as the event comes; the job ends a moment later.
+    deadline = time.monotonic() + 30
+    while True:
+        with connect(name="test", start=False) as agent:
+            (job,) = agent.jobs()
+        if job.state != "running" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert (job.kind, job.target, job.state) == ("drain", f"node/{node}", "succeeded")
