@@ -84,7 +84,7 @@ dist: $(VENV)/.installed
 bench-agent: setup
 	$(BIN)/python hack/bench_agent.py
 
-## bench-tui: the TUI's event-to-screen latency, CPU and bytes to an 80x24 pty during a 1000-pod drain, first paint (prints figures)
+## bench-tui: the TUI's event-to-screen latency, CPU and bytes to an 80x24 pty during a 1000- then a 5000-pod drain, first paints (prints figures)
 bench-tui: setup
 	$(BIN)/python hack/bench_tui.py
 
