@@ -310,7 +310,7 @@ def stream_drain(cluster: Cluster, kubeconfig: Path, pods: int, env: dict[str, s
         return Streamed(
             pods=pods,
             nodes=count,
-            state=info.state,
+            state=f"{info.state}: {info.error}" if info.error else info.state,
             events=info.last_seq,
             seconds=end - start,
             from_reader=[latency.from_reader for latency in streaming],
