@@ -151,8 +151,23 @@ def _body(
     return body
 
 
+def next_generation(previous: dict[str, Any], manifest: dict[str, Any], generation: int) -> int:
+    """The generation after storing ``manifest`` over ``previous``, as the API server counts a Deployment's
+    (registry/apps/deployment/strategy.go PrepareForUpdate): one more when the spec changed or when the
+    annotations did, since annotations are copied to the ReplicaSets; an empty map is the same as none."""
+
+    def canonical(value: Any) -> str:
+        return json.dumps(value or {}, sort_keys=True)
+
+    spec_changed = canonical(previous.get("spec")) != canonical(manifest.get("spec"))
+    annotations_changed = canonical(previous.get("metadata", {}).get("annotations")) != canonical(
+        manifest.get("metadata", {}).get("annotations")
+    )
+    return generation + 1 if spec_changed or annotations_changed else generation
+
+
 def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, previous: Record | None) -> Record:
-    """Create the record, or store a new spec; the generation grows only when the spec changed."""
+    """Create the record, or store a new spec; the generation grows when the spec or the annotations changed."""
     if previous is None:
         body = _body(manifest, 1, RolloutStatus(), spec, defaulted_template(cluster, spec))
         created = call_with_retry(cluster.core.create_namespaced_config_map, spec.namespace, body)
@@ -164,10 +179,7 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
         template = previous.defaulted_template
     else:
         template = defaulted_template(cluster, spec)
-    changed = json.dumps(previous.manifest.get("spec"), sort_keys=True) != json.dumps(
-        manifest.get("spec"), sort_keys=True
-    )
-    generation = previous.generation + 1 if changed else previous.generation
+    generation = next_generation(previous.manifest, manifest, previous.generation)
     body = _body(manifest, generation, previous.status, spec, template)
     body["metadata"]["resourceVersion"] = previous.resource_version
     replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)

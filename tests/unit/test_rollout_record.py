@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_rollout.rollout.record import _check_selector_unchanged
+from kubectl_rollout.rollout.record import _check_selector_unchanged, next_generation
 from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
 from kubectl_rollout.rollout.template_hash import template_identity
 
@@ -137,3 +137,34 @@ def test_template_identity_ignores_the_hash_label_and_key_order() -> None:
     assert template_identity(base) == template_identity(hashed)
     other = {"metadata": {"labels": {"app": "web", "x": "y"}}, "spec": base["spec"]}
     assert template_identity(base) != template_identity(other)
+
+
+def manifest(image: str = "v1", annotations: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "web", **extra}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {"metadata": metadata, "spec": {"replicas": 2, "template": {"spec": {"containers": [{"image": image}]}}}}
+
+
+@pytest.mark.parametrize(
+    ("previous", "stored", "generation"),
+    [
+        (manifest(), manifest(), 3),
+        (manifest(), manifest("v2"), 4),
+        # Annotations are copied to the ReplicaSets: a Deployment's generation grows with them too.
+        (
+            manifest(annotations={"kubernetes.io/change-cause": "a"}),
+            manifest(annotations={"kubernetes.io/change-cause": "b"}),
+            4,
+        ),
+        (manifest(), manifest(annotations={"team": "x"}), 4),
+        # An empty map is no annotation at all (Semantic.DeepEqual), and labels are not copied: no new generation.
+        (manifest(), manifest(annotations={}), 3),
+        (manifest(), manifest(labels={"team": "x"}), 3),
+    ],
+    ids=["unchanged", "spec", "annotation-changed", "annotation-added", "empty-annotations", "labels"],
+)
+def test_the_generation_grows_with_the_spec_and_the_annotations_as_a_deployments_does(
+    previous: dict[str, Any], stored: dict[str, Any], generation: int
+) -> None:
+    assert next_generation(previous, stored, 3) == generation
