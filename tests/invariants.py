@@ -16,6 +16,7 @@ from kubernetes import watch
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import is_ready
 from kubectl_rollout.kube.watched_collection import stop_watch
+from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
 
 
 def is_healthy(pod: Any) -> bool:
@@ -225,3 +226,123 @@ class ReplicaSetScaling:
         if self.error is not None:
             raise self.error
         return self
+
+
+class ReplicaSetTotals:
+    """Follows the ReplicaSets of one workload (label app=NAME) and records, over the whole watch, the most
+    replicas asked of them all together (the sum of ``spec.replicas``, which maxSurge bounds) and the fewest
+    available (the sum of ``status.availableReplicas``: minReadySeconds counted, as the ReplicaSet controller
+    counts it and as the Deployment controller reads it), each with the ReplicaSets at that moment."""
+
+    def __init__(self, cluster: Cluster, namespace: str, app: str) -> None:
+        self.cluster, self.namespace, self.app = cluster, namespace, app
+        #: name -> (spec.replicas, status.availableReplicas)
+        self._sizes: dict[str, tuple[int, int]] = {}
+        self.most_replicas = 0
+        self.fewest_available: int | None = None
+        #: the ReplicaSets (name: replicas/available) when each extreme was first reached
+        self.at_most: dict[str, tuple[int, int]] = {}
+        self.at_fewest: dict[str, tuple[int, int]] = {}
+        self._watch = watch.Watch()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.error: BaseException | None = None
+
+    def _record(self) -> None:
+        replicas = sum(size for size, _ in self._sizes.values())
+        available = sum(ready for _, ready in self._sizes.values())
+        if replicas > self.most_replicas:
+            self.most_replicas, self.at_most = replicas, dict(self._sizes)
+        if self.fewest_available is None or available < self.fewest_available:
+            self.fewest_available, self.at_fewest = available, dict(self._sizes)
+
+    def _track(self, rs: Any) -> None:
+        self._sizes[rs.metadata.name] = (rs.spec.replicas or 0, (rs.status and rs.status.available_replicas) or 0)
+
+    def start(self) -> ReplicaSetTotals:
+        listing = self.cluster.apps.list_namespaced_replica_set(self.namespace, label_selector=f"app={self.app}")
+        for rs in listing.items:
+            self._track(rs)
+        self._record()
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for event in self._watch.stream(
+                self.cluster.apps.list_namespaced_replica_set,
+                self.namespace,
+                label_selector=f"app={self.app}",
+                resource_version=self._rv,
+                timeout_seconds=600,
+            ):
+                rs = event["object"]
+                if event["type"] == "DELETED":
+                    self._sizes.pop(rs.metadata.name, None)
+                else:
+                    self._track(rs)
+                self._record()
+        except Exception as err:
+            if not self._stopping:
+                self.error = err
+
+    def stop(self) -> ReplicaSetTotals:
+        self._stopping = True
+        stop_watch(self._watch)
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+class RolloutInvariants:
+    """The fenceposts of a rollout, watched from before it starts until after it ends, from the watch streams
+    of the workload's pods (PodCensus) and ReplicaSets (ReplicaSetTotals):
+
+    - never more than replicas + maxSurge replicas asked of the ReplicaSets together;
+    - never more than replicas + maxSurge live pods (``count_pods``: our side; the controller bounds only
+      ReplicaSet sizes and lets pods being deleted overlap new ones, a difference the README's table names);
+    - never fewer than replicas - maxUnavailable Ready pods, nor available ones by the ReplicaSets' status.
+
+    ``breaches`` lists every fencepost crossed, with what the watch saw then; a test asserts it is empty.
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, app: str = "web") -> None:
+        self.namespace = namespace
+        self.pods = PodCensus(cluster, namespace, app)
+        self.replica_sets = ReplicaSetTotals(cluster, namespace, app)
+
+    def start(self) -> RolloutInvariants:
+        self.pods.start()
+        self.replica_sets.start()
+        return self
+
+    def stop(self) -> RolloutInvariants:
+        self.pods.stop()
+        self.replica_sets.stop()
+        return self
+
+    def breaches_of(
+        self, replicas: int, surge: int | str, unavailable: int | str, *, count_pods: bool = True
+    ) -> list[str]:
+        """``breaches`` for a RollingUpdate of ``replicas`` (Recreate: maxSurge 0, maxUnavailable all)."""
+        return self.breaches(
+            most=replicas + max_surge(replicas, surge, unavailable),
+            fewest=replicas - max_unavailable(replicas, surge, unavailable),
+            count_pods=count_pods,
+        )
+
+    def breaches(self, *, most: int, fewest: int, count_pods: bool = True) -> list[str]:
+        """Every bound crossed (after ``stop``): at most ``most`` replicas (and pods), at least ``fewest``."""
+        found = []
+        rs = self.replica_sets
+        if rs.most_replicas > most:
+            found.append(f"{self.namespace}: {rs.most_replicas} replicas asked > {most} ({rs.at_most})")
+        if count_pods and self.pods.most > most:
+            found.append(f"{self.namespace}: {self.pods.most} live pods > {most}")
+        if self.pods.fewest_ready is None or self.pods.fewest_ready < fewest:
+            found.append(f"{self.namespace}: {self.pods.fewest_ready} Ready pods < {fewest}")
+        if rs.fewest_available is None or rs.fewest_available < fewest:
+            found.append(f"{self.namespace}: {rs.fewest_available} available < {fewest} ({rs.at_fewest})")
+        return found

@@ -11,6 +11,7 @@ from typing import Any
 import manifests
 import pytest
 import yaml
+from invariants import RolloutInvariants
 from plugin import events, run_plugin
 
 from kubectl_rollout.jobs.events import rollout as ev
@@ -82,6 +83,7 @@ def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(names
         )
         assert created.outcome is ev.RolloutOutcome.COMPLETE
 
+        fenceposts = RolloutInvariants(cluster, namespace).start()
         recorder, cancel = Recorder(), threading.Event()
         change = RolloutAction(
             kind=ActionKind.SET_IMAGE,
@@ -109,6 +111,8 @@ def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(names
         assert watched.outcome is ev.RolloutOutcome.COMPLETE
         assert not any(isinstance(e, ev.FollowingDriver) for e in follower.events)
         assert shape(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
+        # The fenceposts hold across the cancelled job and the one that took over.
+        assert fenceposts.stop().breaches_of(4, 1, 0) == []
     finally:
         cluster.close()
 
