@@ -24,6 +24,7 @@ import pytest
 import watching
 import yaml
 from cluster_setup import create_namespace
+from condition_history import ConditionHistory
 from invariants import PodCensus, RolloutInvariants
 from kubernetes import client
 from plugin import run_plugin
@@ -323,14 +324,29 @@ def test_rolling_update_side_by_side_with_the_controller(
 
 
 def test_recreate_side_by_side_never_runs_old_and_new_pods_together(both: SideBySide) -> None:
+    # Issue 12 item 5: Recreate counts maxUnavailable 0 for Available, so both sides go Available False when
+    # the old pods go and True again only when every new one is available; watched on both, write by write.
     document = workload("web", 4, recreate=True)
     both.apply(document)
     both.watch()
+    available = [
+        ConditionHistory(both.cluster, namespace, "web", "Available", managed=managed).start()
+        for namespace, managed in ((both.ours, True), (both.theirs, False))
+    ]
     both.apply(with_image(document, "registry.example/app:v2"))
     ours, theirs = both.census
     both.compare(4, 0, 4, recreate_race=True)
     assert not ours.pods.templates_together
     assert not theirs.pods.templates_together
+    assert (
+        available[0].stop()
+        == available[1].stop()
+        == [
+            ("True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            ("False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+            ("True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+        ]
+    )
     assert shape(both.cluster, both.ours, "web") == [(1, 0, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
 
 
