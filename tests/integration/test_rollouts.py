@@ -1058,6 +1058,22 @@ def test_replica_failure_from_a_quota_side_by_side(both: SideBySide) -> None:
     assert ours.breaches(most=5, fewest=0) == []
     assert theirs.breaches(most=5, fewest=0, count_pods=False) == []
     assert ours.pods.most == theirs.pods.most == 2
+    # Our status is as fresh as the last driver pass: the driver stops at the deadline, maybe before the two
+    # pods the quota lets in are Ready, where the controller goes on counting. Once both sides have them
+    # available, one more pass (status -w, which fails at once past the deadline) brings ours up to date.
+    for namespace, listing in (
+        (both.ours, both.cluster.apps.list_namespaced_replica_set),
+        (both.theirs, both.cluster.apps.list_namespaced_deployment),
+    ):
+        watching.until(
+            listing,
+            lambda obj: (obj.status.available_replicas or 0) == 2,
+            namespace=namespace,
+            timeout=60,
+            what=f"the two pods in {namespace} available",
+        )
+    refreshed = run_plugin("status", "web", "-w", "-n", both.ours, kubeconfig=both.kubeconfig)
+    assert refreshed.returncode == 1, refreshed.stderr
     both.same_state()
     status, _theirs = both.status()
     assert status["conditions"]["ReplicaFailure"][:2] == ("True", "FailedCreate")
