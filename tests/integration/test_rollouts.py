@@ -1004,15 +1004,28 @@ def test_changing_only_min_ready_seconds_updates_the_replica_set_side_by_side(bo
         # the ReplicaSet controller recounts it: the fenceposts of a rollout do not apply to that.
         assert census.pods.pods_per_image() == {manifests.IMAGE: 2}, census.namespace
         assert (census.pods.most, census.pods.fewest_ready, census.replica_sets.most_replicas) == (2, 2, 2)
-    both.same_state()
     for namespace in (both.ours, both.theirs):
         watching.until(
             both.cluster.apps.list_namespaced_replica_set,
-            lambda rs: rs.spec.min_ready_seconds == 7,
+            lambda rs: (
+                rs.spec.min_ready_seconds == 7
+                and rs.status.observed_generation == rs.metadata.generation
+                and (rs.status.available_replicas or 0) == 2
+            ),
             namespace=namespace,
             timeout=30,
-            what=f"the ReplicaSet in {namespace} to take minReadySeconds 7",
+            what=f"the ReplicaSet in {namespace} to take minReadySeconds 7 and count both pods available again",
         )
+    # The controller may have settled before the recount; its status follows the ReplicaSet's (ours is
+    # complete only once both pods are available under the new minReadySeconds).
+    watching.until(
+        both.cluster.apps.list_namespaced_deployment,
+        lambda d: d.status.observed_generation == d.metadata.generation and (d.status.available_replicas or 0) == 2,
+        namespace=both.theirs,
+        timeout=30,
+        what="the controller to count both pods available again",
+    )
+    both.same_state()
     assert shape(both.cluster, both.ours, "web") == shape(both.cluster, both.theirs, "web") == [(1, 2, manifests.IMAGE)]
 
 
