@@ -25,18 +25,60 @@ def is_healthy(pod: Any) -> bool:
     return is_ready(pod)
 
 
-class HealthyPods:
+class _Follower:
+    """Lists once, then follows a watch from that list's resourceVersion in a thread (no change between the
+    two is missed) until ``stop``, which raises what broke the watch. Subclasses say what to list
+    (``_listing``), take the list (``_seed``) and each event (``_apply``)."""
+
+    def __init__(self) -> None:
+        self._watch = watch.Watch()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.error: BaseException | None = None
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        """The list function and its arguments."""
+        raise NotImplementedError
+
+    def _seed(self, items: list[Any]) -> None:
+        raise NotImplementedError
+
+    def _apply(self, kind: str, obj: Any) -> None:
+        raise NotImplementedError
+
+    def _follow(self) -> None:
+        func, kwargs = self._listing()
+        listing = func(**kwargs)
+        self._seed(listing.items)
+        self._rv = listing.metadata.resource_version
+        self._thread.start()
+
+    def _run(self) -> None:
+        func, kwargs = self._listing()
+        try:
+            for event in self._watch.stream(func, resource_version=self._rv, timeout_seconds=600, **kwargs):
+                self._apply(event["type"], event["object"])
+        except Exception as err:  # surfaced by stop(), unless stop() caused it
+            if not self._stopping:
+                self.error = err
+
+    def _end(self) -> None:
+        self._stopping = True
+        stop_watch(self._watch)
+        self._thread.join(10)
+        if self.error is not None:
+            raise self.error
+
+
+class HealthyPods(_Follower):
     def __init__(self, cluster: Cluster, namespace: str, *, label: str = "app") -> None:
+        super().__init__()
         self.cluster = cluster
         self.namespace = namespace
         self.label = label
         self._pods: dict[str, Any] = {}
         self.minimum: dict[str, int] = {}
         self.events = 0
-        self._watch = watch.Watch()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error: BaseException | None = None
-        self._stopping = False
         self._changed = threading.Condition()
 
     def _count(self) -> dict[str, int]:
@@ -51,31 +93,26 @@ class HealthyPods:
         for group, count in self._count().items():
             self.minimum[group] = min(self.minimum.get(group, count), count)
 
-    def start(self) -> HealthyPods:
-        listing = self.cluster.core.list_namespaced_pod(self.namespace)
-        self._pods = {p.metadata.name: p for p in listing.items}
-        self._record()
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
-        return self
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.core.list_namespaced_pod, {"namespace": self.namespace}
 
-    def _run(self) -> None:
-        try:
-            for event in self._watch.stream(
-                self.cluster.core.list_namespaced_pod, self.namespace, resource_version=self._rv, timeout_seconds=600
-            ):
-                pod = event["object"]
-                self.events += 1
-                if event["type"] == "DELETED":
-                    self._pods.pop(pod.metadata.name, None)
-                else:
-                    self._pods[pod.metadata.name] = pod
-                with self._changed:
-                    self._record()
-                    self._changed.notify_all()
-        except Exception as err:  # surfaced by stop(), unless stop() caused it
-            if not self._stopping:
-                self.error = err
+    def _seed(self, items: list[Any]) -> None:
+        self._pods = {p.metadata.name: p for p in items}
+        self._record()
+
+    def _apply(self, kind: str, pod: Any) -> None:
+        self.events += 1
+        if kind == "DELETED":
+            self._pods.pop(pod.metadata.name, None)
+        else:
+            self._pods[pod.metadata.name] = pod
+        with self._changed:
+            self._record()
+            self._changed.notify_all()
+
+    def start(self) -> HealthyPods:
+        self._follow()
+        return self
 
     def settle(self, expected: dict[str, int], timeout: float = 30) -> None:
         """Wait until the watch has caught up with a known final state."""
@@ -84,15 +121,11 @@ class HealthyPods:
                 raise AssertionError(f"healthy pods never reached {expected}; last seen {self._count()}")
 
     def stop(self) -> dict[str, int]:
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
+        self._end()
         return dict(self.minimum)
 
 
-class PodCensus:
+class PodCensus(_Follower):
     """Follows a workload's pods (label app=NAME) and records, over the whole watch:
     the most pods at once, the fewest Ready ones, and whether two templates ran together.
 
@@ -101,6 +134,7 @@ class PodCensus:
     """
 
     def __init__(self, cluster: Cluster, namespace: str, app: str) -> None:
+        super().__init__()
         self.cluster, self.namespace, self.app = cluster, namespace, app
         self._pods: dict[str, Any] = {}
         self.most = 0
@@ -108,10 +142,6 @@ class PodCensus:
         self.templates_together = False
         #: every pod ever seen, by name: the image of its first container (churn shows as extra pods)
         self.seen: dict[str, str] = {}
-        self._watch = watch.Watch()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error: BaseException | None = None
 
     def pods_per_image(self) -> dict[str, int]:
         """How many distinct pods of each image ran (or were created) while watched."""
@@ -134,43 +164,30 @@ class PodCensus:
         hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in live}
         self.templates_together |= len(hashes) > 1
 
-    def start(self) -> PodCensus:
-        listing = self.cluster.core.list_namespaced_pod(self.namespace, label_selector=f"app={self.app}")
-        self._pods = {p.metadata.name: p for p in listing.items}
-        self._record()
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
-        return self
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.core.list_namespaced_pod, {"namespace": self.namespace, "label_selector": f"app={self.app}"}
 
-    def _run(self) -> None:
-        try:
-            for event in self._watch.stream(
-                self.cluster.core.list_namespaced_pod,
-                self.namespace,
-                label_selector=f"app={self.app}",
-                resource_version=self._rv,
-                timeout_seconds=600,
-            ):
-                pod = event["object"]
-                if event["type"] == "DELETED":
-                    self._pods.pop(pod.metadata.name, None)
-                else:
-                    self._pods[pod.metadata.name] = pod
-                self._record()
-        except Exception as err:
-            if not self._stopping:
-                self.error = err
+    def _seed(self, items: list[Any]) -> None:
+        self._pods = {p.metadata.name: p for p in items}
+        self._record()
+
+    def _apply(self, kind: str, pod: Any) -> None:
+        if kind == "DELETED":
+            self._pods.pop(pod.metadata.name, None)
+        else:
+            self._pods[pod.metadata.name] = pod
+        self._record()
+
+    def start(self) -> PodCensus:
+        self._follow()
+        return self
 
     def stop(self) -> PodCensus:
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
+        self._end()
         return self
 
 
-class ReplicaSetScaling:
+class ReplicaSetScaling(_Follower):
     """Follows a namespace's ReplicaSets (list, then watch from that list's resourceVersion) and records every
     change of a ReplicaSet's ``spec.replicas`` after the list, with when the watch delivered it.
 
@@ -179,62 +196,48 @@ class ReplicaSetScaling:
     """
 
     def __init__(self, cluster: Cluster, namespace: str) -> None:
+        super().__init__()
         self.cluster, self.namespace = cluster, namespace
         self._replicas: dict[str, int] = {}
         #: (monotonic time the watch delivered it, ReplicaSet, from, to)
         self.changes: list[tuple[float, str, int, int]] = []
-        self._watch = watch.Watch()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
         self._lock = threading.Lock()
-        self.error: BaseException | None = None
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.apps.list_namespaced_replica_set, {"namespace": self.namespace}
+
+    def _seed(self, items: list[Any]) -> None:
+        self._replicas = {rs.metadata.name: rs.spec.replicas for rs in items}
+
+    def _apply(self, kind: str, rs: Any) -> None:
+        before = self._replicas.get(rs.metadata.name, 0)
+        after = 0 if kind == "DELETED" else rs.spec.replicas
+        self._replicas[rs.metadata.name] = after
+        if after != before:
+            with self._lock:
+                self.changes.append((time.monotonic(), rs.metadata.name, before, after))
 
     def start(self) -> ReplicaSetScaling:
-        listing = self.cluster.apps.list_namespaced_replica_set(self.namespace)
-        self._replicas = {rs.metadata.name: rs.spec.replicas for rs in listing.items}
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
+        self._follow()
         return self
-
-    def _run(self) -> None:
-        try:
-            for event in self._watch.stream(
-                self.cluster.apps.list_namespaced_replica_set,
-                self.namespace,
-                resource_version=self._rv,
-                timeout_seconds=600,
-            ):
-                rs = event["object"]
-                before = self._replicas.get(rs.metadata.name, 0)
-                after = 0 if event["type"] == "DELETED" else rs.spec.replicas
-                self._replicas[rs.metadata.name] = after
-                if after != before:
-                    with self._lock:
-                        self.changes.append((time.monotonic(), rs.metadata.name, before, after))
-        except Exception as err:
-            if not self._stopping:
-                self.error = err
 
     def seen(self) -> list[tuple[float, str, int, int]]:
         with self._lock:
             return list(self.changes)
 
     def stop(self) -> ReplicaSetScaling:
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
+        self._end()
         return self
 
 
-class ReplicaSetTotals:
+class ReplicaSetTotals(_Follower):
     """Follows the ReplicaSets of one workload (label app=NAME) and records, over the whole watch, the most
     replicas asked of them all together (the sum of ``spec.replicas``, which maxSurge bounds) and the fewest
     available (the sum of ``status.availableReplicas``: minReadySeconds counted, as the ReplicaSet controller
     counts it and as the Deployment controller reads it), each with the ReplicaSets at that moment."""
 
     def __init__(self, cluster: Cluster, namespace: str, app: str) -> None:
+        super().__init__()
         self.cluster, self.namespace, self.app = cluster, namespace, app
         #: name -> (spec.replicas, status.availableReplicas)
         self._sizes: dict[str, tuple[int, int]] = {}
@@ -243,10 +246,6 @@ class ReplicaSetTotals:
         #: the ReplicaSets (name: replicas/available) when each extreme was first reached
         self.at_most: dict[str, tuple[int, int]] = {}
         self.at_fewest: dict[str, tuple[int, int]] = {}
-        self._watch = watch.Watch()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error: BaseException | None = None
 
     def _record(self) -> None:
         replicas = sum(size for size, _ in self._sizes.values())
@@ -259,40 +258,30 @@ class ReplicaSetTotals:
     def _track(self, rs: Any) -> None:
         self._sizes[rs.metadata.name] = (rs.spec.replicas or 0, (rs.status and rs.status.available_replicas) or 0)
 
-    def start(self) -> ReplicaSetTotals:
-        listing = self.cluster.apps.list_namespaced_replica_set(self.namespace, label_selector=f"app={self.app}")
-        for rs in listing.items:
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.apps.list_namespaced_replica_set, {
+            "namespace": self.namespace,
+            "label_selector": f"app={self.app}",
+        }
+
+    def _seed(self, items: list[Any]) -> None:
+        for rs in items:
             self._track(rs)
         self._record()
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
+
+    def _apply(self, kind: str, rs: Any) -> None:
+        if kind == "DELETED":
+            self._sizes.pop(rs.metadata.name, None)
+        else:
+            self._track(rs)
+        self._record()
+
+    def start(self) -> ReplicaSetTotals:
+        self._follow()
         return self
 
-    def _run(self) -> None:
-        try:
-            for event in self._watch.stream(
-                self.cluster.apps.list_namespaced_replica_set,
-                self.namespace,
-                label_selector=f"app={self.app}",
-                resource_version=self._rv,
-                timeout_seconds=600,
-            ):
-                rs = event["object"]
-                if event["type"] == "DELETED":
-                    self._sizes.pop(rs.metadata.name, None)
-                else:
-                    self._track(rs)
-                self._record()
-        except Exception as err:
-            if not self._stopping:
-                self.error = err
-
     def stop(self) -> ReplicaSetTotals:
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
+        self._end()
         return self
 
 
