@@ -28,7 +28,6 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hack"))
 
-from bench_support import audit_requests, timed  # noqa: E402
+from bench_support import audit_requests, audit_time, completed_requests, timed  # noqa: E402
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 from kubectl_rollout.kube.pods import is_ready  # noqa: E402
@@ -166,10 +165,6 @@ AUDIT_POLICY = {
 }
 
 
-def _at(stamp: str) -> float:
-    return datetime.fromisoformat(stamp).timestamp()
-
-
 def reactions(audit_log: Path, namespace: str, apps: list[str], agent: str, since: float, until: float) -> list[float]:
     """For each time a PDB of ``namespace`` went from allowing no disruption to allowing one (the API
     server's record of the disruption controller's status write), seconds until the tool's next accepted
@@ -178,31 +173,27 @@ def reactions(audit_log: Path, namespace: str, apps: list[str], agent: str, sinc
     allowed: dict[str, list[tuple[float, float]]] = {app: [] for app in apps}
     before: dict[str, int] = {}
     evictions: dict[str, list[float]] = {app: [] for app in apps}
-    with audit_log.open() as lines:
-        for line in lines:
-            entry = json.loads(line)
-            if entry.get("stage") != "ResponseComplete":
-                continue
-            ref = entry.get("objectRef") or {}
-            if ref.get("namespace") != namespace:
-                continue
-            if ref.get("resource") == "poddisruptionbudgets" and ref.get("subresource") == "status":
-                answer = entry.get("responseObject") or {}
-                if answer.get("kind") != "PodDisruptionBudget":
-                    continue  # a refused write (a conflict's Status): nothing changed
-                now = int((answer.get("status") or {}).get("disruptionsAllowed", 0))
-                if now > 0 and before.get(ref["name"], 0) == 0:
-                    # received and completed: the write is visible (to watches) somewhere in between
-                    allowed[ref["name"]].append((_at(entry["requestReceivedTimestamp"]), _at(entry["stageTimestamp"])))
-                before[ref["name"]] = now
-            elif (
-                ref.get("subresource") == "eviction"
-                and entry.get("userAgent", "").startswith(agent)
-                and (entry.get("responseStatus") or {}).get("code") == 201
-            ):
-                app = next((a for a in apps if ref.get("name", "").startswith(f"{a}-")), None)
-                if app is not None:
-                    evictions[app].append(_at(entry["requestReceivedTimestamp"]))
+    for entry in completed_requests(audit_log, namespace):
+        ref = entry.get("objectRef") or {}
+        if ref.get("resource") == "poddisruptionbudgets" and ref.get("subresource") == "status":
+            answer = entry.get("responseObject") or {}
+            if answer.get("kind") != "PodDisruptionBudget":
+                continue  # a refused write (a conflict's Status): nothing changed
+            now = int((answer.get("status") or {}).get("disruptionsAllowed", 0))
+            if now > 0 and before.get(ref["name"], 0) == 0:
+                # received and completed: the write is visible (to watches) somewhere in between
+                allowed[ref["name"]].append(
+                    (audit_time(entry["requestReceivedTimestamp"]), audit_time(entry["stageTimestamp"]))
+                )
+            before[ref["name"]] = now
+        elif (
+            ref.get("subresource") == "eviction"
+            and entry.get("userAgent", "").startswith(agent)
+            and (entry.get("responseStatus") or {}).get("code") == 201
+        ):
+            app = next((a for a in apps if ref.get("name", "").startswith(f"{a}-")), None)
+            if app is not None:
+                evictions[app].append(audit_time(entry["requestReceivedTimestamp"]))
     found = []
     for app in apps:
         for received, completed in allowed[app]:

@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: timing a command with its peak memory, and counting requests in the audit log."""
+"""What the benchmark scripts share: timing a command with its peak memory, reading the audit log."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 #: Runs a command and reports the peak RSS of its process tree alone on stderr's last line.
 _MEASURE = (
@@ -46,6 +49,23 @@ def audit_requests(
             if since - 1 <= stamp <= until + 1:
                 ids.add(event["auditID"])
     return len(ids)
+
+
+def audit_time(stamp: str) -> float:
+    """An audit log timestamp (RFC 3339, microseconds) as epoch seconds."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def completed_requests(audit_log: Path, namespace: str) -> Iterator[dict[str, Any]]:
+    """The audit log's entries of requests on objects of ``namespace``, once each, as they completed."""
+    with audit_log.open() as lines:
+        for line in lines:
+            entry = json.loads(line)
+            if (
+                entry.get("stage") == "ResponseComplete"
+                and (entry.get("objectRef") or {}).get("namespace") == namespace
+            ):
+                yield entry
 
 
 def bench_cluster(given: Path | None, bench_dir: Path) -> tuple[Path, bool]:

@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hack"))
 
 from bench_drain import prepare  # noqa: E402
+from bench_support import audit_time, completed_requests  # noqa: E402
 
 from kubectl_rollout.kube.cluster_access import ConnectionSettings, connect  # noqa: E402
 
@@ -58,10 +58,6 @@ AUDIT_POLICY = {
 }
 
 
-def _at(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
 def _app(name: str) -> str | None:
     return next((a for a in APPS if name == a or name.startswith(f"{a}-")), None)
 
@@ -69,47 +65,39 @@ def _app(name: str) -> str | None:
 def audit_timeline(audit_log: Path, namespace: str) -> list[tuple[float, str, str]]:
     """(time, app, what) from the audit log, for the namespace."""
     rows: list[tuple[float, str, str]] = []
-    with audit_log.open() as lines:
-        for line in lines:
-            entry = json.loads(line)
-            if entry.get("stage") != "ResponseComplete":
+    for entry in completed_requests(audit_log, namespace):
+        ref = entry.get("objectRef") or {}
+        app = _app(ref.get("name", ""))
+        received, done = audit_time(entry["requestReceivedTimestamp"]), audit_time(entry["stageTimestamp"])
+        code = (entry.get("responseStatus") or {}).get("code")
+        agent = entry.get("userAgent", "").split("/")[0]
+        resource, sub, verb = ref.get("resource"), ref.get("subresource"), entry.get("verb")
+        if resource == "pods" and sub == "eviction":
+            rows.append((done, app or "?", f"eviction {ref['name'][-5:]} -> {code} (server {done - received:.3f}s)"))
+        elif resource == "poddisruptionbudgets" and sub == "status" and verb in ("update", "patch"):
+            status = (entry.get("responseObject") or {}).get("status") or {}
+            if (entry.get("responseObject") or {}).get("kind") != "PodDisruptionBudget":
                 continue
-            ref = entry.get("objectRef") or {}
-            if ref.get("namespace") != namespace:
-                continue
-            app = _app(ref.get("name", ""))
-            received, done = _at(entry["requestReceivedTimestamp"]), _at(entry["stageTimestamp"])
-            code = (entry.get("responseStatus") or {}).get("code")
-            agent = entry.get("userAgent", "").split("/")[0]
-            resource, sub, verb = ref.get("resource"), ref.get("subresource"), entry.get("verb")
-            if resource == "pods" and sub == "eviction":
-                rows.append(
-                    (done, app or "?", f"eviction {ref['name'][-5:]} -> {code} (server {done - received:.3f}s)")
+            rows.append(
+                (
+                    done,
+                    app or "?",
+                    f"pdb status by {agent}: allowed {status.get('disruptionsAllowed')} healthy "
+                    f"{status.get('currentHealthy')} desired {status.get('desiredHealthy')} expected "
+                    f"{status.get('expectedPods')} disrupted {len(status.get('disruptedPods') or {})}",
                 )
-            elif resource == "poddisruptionbudgets" and sub == "status" and verb in ("update", "patch"):
-                status = (entry.get("responseObject") or {}).get("status") or {}
-                if (entry.get("responseObject") or {}).get("kind") != "PodDisruptionBudget":
-                    continue
-                rows.append(
-                    (
-                        done,
-                        app or "?",
-                        f"pdb status by {agent}: allowed {status.get('disruptionsAllowed')} healthy "
-                        f"{status.get('currentHealthy')} desired {status.get('desiredHealthy')} expected "
-                        f"{status.get('expectedPods')} disrupted {len(status.get('disruptedPods') or {})}",
-                    )
-                )
-            elif resource == "deployments" and verb == "patch" and not sub:
-                operations = entry.get("requestObject")
-                replicas = [
-                    op.get("value")
-                    for op in (operations if isinstance(operations, list) else [])
-                    if op.get("path") == "/spec/replicas" and op.get("op") == "replace"
-                ]
-                what = f"replicas -> {replicas[0]}" if replicas else "labels only (the record)"
-                rows.append((done, app or "?", f"deployment patch by {agent} -> {code}: {what}"))
-            elif resource == "pods" and verb == "create" and not sub and agent == "kube-controller-manager":
-                rows.append((done, app or "?", "pod created by the ReplicaSet controller"))
+            )
+        elif resource == "deployments" and verb == "patch" and not sub:
+            operations = entry.get("requestObject")
+            replicas = [
+                op.get("value")
+                for op in (operations if isinstance(operations, list) else [])
+                if op.get("path") == "/spec/replicas" and op.get("op") == "replace"
+            ]
+            what = f"replicas -> {replicas[0]}" if replicas else "labels only (the record)"
+            rows.append((done, app or "?", f"deployment patch by {agent} -> {code}: {what}"))
+        elif resource == "pods" and verb == "create" and not sub and agent == "kube-controller-manager":
+            rows.append((done, app or "?", "pod created by the ReplicaSet controller"))
     return sorted(rows)
 
 
@@ -183,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             event = json.loads(line)
         except ValueError:
             continue
-        at = _at(event["at"])
+        at = audit_time(event["at"])
         kind = event["type"]
         pod = (event.get("pod") or {}).get("name", "")
         workload = (event.get("workload") or {}).get("name", "")
