@@ -1,4 +1,5 @@
-"""Kubernetes Events on a node, so `kubectl describe node` tells what the drain did.
+"""Kubernetes Events on a node, so `kubectl describe node` tells what the drain did (and the one Event
+writer the drain's events on workloads share).
 
 Recording is best effort: a user allowed to drain but not to create events
 still gets the drain.
@@ -22,13 +23,20 @@ log = logging.getLogger(__name__)
 REPORTING_CONTROLLER = "rollout-plus.kubectl.io/drain"
 
 
-def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str, warning: bool = False) -> None:
+def record_event(
+    cluster: Cluster,
+    involved: client.V1ObjectReference,
+    *,
+    namespace: str,
+    reason: str,
+    message: str,
+    warning: bool = False,
+) -> None:
+    """One Event of the drain about ``involved``, kept in ``namespace``; best effort."""
     now = datetime.now(UTC)
     event = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{node.metadata.name}.", namespace="default"),
-        involved_object=client.V1ObjectReference(
-            kind="Node", name=node.metadata.name, uid=node.metadata.name, api_version="v1"
-        ),
+        metadata=client.V1ObjectMeta(generate_name=f"{involved.name}.", namespace=namespace),
+        involved_object=involved,
         reason=reason,
         message=message,
         type="Warning" if warning else "Normal",
@@ -41,6 +49,13 @@ def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str,
         count=1,
     )
     try:
-        call_with_retry(cluster.core.create_namespaced_event, "default", event)
+        call_with_retry(cluster.core.create_namespaced_event, namespace, event)
     except (ApiException, OSError) as err:
-        log.debug("could not record event %s on node %s: %s", reason, node.metadata.name, err)
+        log.debug("could not record event %s on %s %s: %s", reason, involved.kind, involved.name, err)
+
+
+def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str, warning: bool = False) -> None:
+    name = node.metadata.name
+    involved = client.V1ObjectReference(kind="Node", name=name, uid=name, api_version="v1")
+    # Node events live in "default", as the kubelet's and kubectl's do.
+    record_event(cluster, involved, namespace="default", reason=reason, message=message, warning=warning)
