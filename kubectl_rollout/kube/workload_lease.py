@@ -5,6 +5,12 @@ renews it as it goes; another driver (another terminal, the agent, another
 machine) may take over only once the lease has expired, for example after the
 first one was killed. An eviction-based restart holds a lease of its own the
 same way (``LeaseKeeper`` renews it from a thread while the restart waits).
+
+A holder that is not the workload's rollout driver (a drain surging a managed
+workload holds its driver's Lease) writes its ``purpose`` on the Lease: whoever
+finds the Lease held is told that sentence rather than "is being driven", and a
+spec change, which only a driver would carry out, is refused while it holds
+(``refuse_while_held_for_a_purpose``) instead of being recorded and left undriven.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from kubectl_rollout.kube.errors import UserFacingError
 
 LEASE_SECONDS = 15
 RENEW_EVERY = 5.0
+#: the annotation on a Lease in which a holder that is not a rollout driver says what it holds it for
+PURPOSE = "rollout-plus.kubectl.io/purpose"
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +73,7 @@ class WorkloadLease:
         lease_name: str,
         subject: str,
         advice: str,
+        purpose: str = "",
     ) -> None:
         self.cluster = cluster
         self.namespace = namespace
@@ -74,12 +83,19 @@ class WorkloadLease:
         #: what the holder is doing ("... is being driven"), and what to do while it holds the lease
         self.subject = subject
         self.advice = advice
+        #: written on the Lease: what this holder holds it for, told as is to whoever finds it held ("" for none)
+        self.purpose = purpose
         self._renewed = 0.0
 
     def _body(self, resource_version: str | None = None) -> client.V1Lease:
         now = datetime.now(UTC)
         return client.V1Lease(
-            metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace, resource_version=resource_version),
+            metadata=client.V1ObjectMeta(
+                name=self.name,
+                namespace=self.namespace,
+                resource_version=resource_version,
+                annotations={PURPOSE: self.purpose} if self.purpose else None,
+            ),
             spec=client.V1LeaseSpec(
                 holder_identity=self.holder, lease_duration_seconds=LEASE_SECONDS, acquire_time=now, renew_time=now
             ),
@@ -94,6 +110,19 @@ class WorkloadLease:
                 return 0.0
             raise
         return max(0.0, expires_at(current.spec) - time.time())
+
+    def held(self) -> LeaseHeld | None:
+        """Who holds the lease now, if another live holder does (as ``acquire`` would say); changes nothing."""
+        try:
+            current = call_with_retry(self.cluster.coordination.read_namespaced_lease, self.name, self.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        holder = current.spec.holder_identity
+        if not holder or holder == self.holder or expires_at(current.spec) <= time.time():
+            return None
+        return held_error(current, subject=self.subject, advice=self.advice)
 
     def acquire(self) -> None:
         """Take the lease, or raise LeaseHeld naming who holds it and until when."""
@@ -110,14 +139,7 @@ class WorkloadLease:
         expires = expires_at(spec)
         left = expires - time.time()
         if spec.holder_identity and spec.holder_identity != self.holder and left > 0:
-            raise LeaseHeld(
-                f"{self.subject} by {spec.holder_identity} (lease "
-                f"{self.namespace}/{self.name} valid for {left:.0f}s more); {self.advice}",
-                lease=f"{self.namespace}/{self.name}",
-                holder=spec.holder_identity,
-                expires_at=expires,
-                seconds_left=left,
-            )
+            raise held_error(current, subject=self.subject, advice=self.advice)
         try:
             call_with_retry(
                 api.replace_namespaced_lease, self.name, self.namespace, self._body(current.metadata.resource_version)
@@ -151,6 +173,36 @@ class WorkloadLease:
                 )
         except ApiException:
             pass  # expiry frees it anyway
+
+
+def held_error(lease: Any, *, subject: str, advice: str) -> LeaseHeld:
+    """LeaseHeld for a Lease as read: in its holder's own words when it wrote a purpose, else in the asker's."""
+    metadata, spec = lease.metadata, lease.spec
+    expires = expires_at(spec)
+    left = max(0.0, expires - time.time())
+    where = f"{metadata.namespace}/{metadata.name}"
+    purpose = (metadata.annotations or {}).get(PURPOSE, "")
+    if purpose:
+        message = f"{purpose} (lease {where} held by {spec.holder_identity}, valid for {left:.0f}s more)"
+    else:
+        message = f"{subject} by {spec.holder_identity} (lease {where} valid for {left:.0f}s more); {advice}"
+    return LeaseHeld(message, lease=where, holder=spec.holder_identity or "", expires_at=expires, seconds_left=left)
+
+
+def refuse_while_held_for_a_purpose(cluster: Cluster, namespace: str, lease_name: str) -> None:
+    """LeaseHeld when a live holder that wrote its purpose holds the Lease (a drain surging the workload).
+
+    A rollout driver that holds it carries out a spec change recorded meanwhile, so that is allowed; any other
+    holder would leave the change recorded but undriven until it lets go, so the change is refused, unmade.
+    """
+    try:
+        lease = call_with_retry(cluster.coordination.read_namespaced_lease, lease_name, namespace)
+    except ApiException as err:
+        if err.status == 404:
+            return
+        raise
+    if (lease.metadata.annotations or {}).get(PURPOSE) and expires_at(lease.spec) > time.time():
+        raise held_error(lease, subject="", advice="")
 
 
 class LeaseKeeper:

@@ -20,10 +20,11 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.workload_lease import refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.driver import RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
-from kubectl_rollout.rollout.record import read
+from kubectl_rollout.rollout.record import read, record_name
 
 __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
 
@@ -87,6 +88,10 @@ def _run(
                 cluster, namespace, name, action.drive, emit, cancel, lease_holder=lease_holder, paused=paused
             ),
         )
+    # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
+    # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
+    manifest_namespace = ((action.manifest or {}).get("metadata") or {}).get("namespace")
+    refuse_while_held_for_a_purpose(cluster, manifest_namespace or namespace, record_name(action.workload))
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")
