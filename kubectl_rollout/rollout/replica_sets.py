@@ -22,6 +22,7 @@ from kubectl_rollout.jobs.events.rollout import ReplicaSetRow
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.serialization import to_plain
+from kubectl_rollout.kube.surge_labels import SURGE_LABELS
 from kubectl_rollout.rollout.plan import ManagedReplicaSet, annotations_to_copy, revision_history, surge_annotation
 from kubectl_rollout.rollout.record import WORKLOAD_LABEL, Record
 from kubectl_rollout.rollout.server_defaults import defaulted_template
@@ -214,12 +215,20 @@ def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, co
 
 
 def scale(cluster: Cluster, record: Record, name: str, replicas: int) -> None:
+    """Set a ReplicaSet's count, with the controller's desired-/max-replicas annotations.
+
+    It also drops a ``drain --surge`` record left on it (``kube.surge_labels``): a driver holds the workload's
+    Lease, which a live surging drain would hold, so the record is a killed drain's, and the count the driver
+    sets now is the one to keep; a later restore then finds nothing to put back.
+    """
     patch = {
         "metadata": {
             "annotations": {
                 DESIRED_REPLICAS: str(record.spec.replicas),
                 MAX_REPLICAS: str(surge_annotation(record.spec)),
-            }
+            },
+            # null deletes a label in a merge patch, and is a no-op where it is absent
+            "labels": dict.fromkeys(SURGE_LABELS),
         },
         "spec": {"replicas": replicas},
     }
