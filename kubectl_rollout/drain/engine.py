@@ -80,11 +80,16 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
             Permission("list", "replicasets", group="apps"),
             Permission("get", "deployments", group="apps"),
             Permission("list", "horizontalpodautoscalers", group="autoscaling"),
+            # a managed workload's record (its spec and status) and its driver's Lease
+            Permission("get", "configmaps"),
+            Permission("get", "leases", group="coordination.k8s.io"),
         ]
         if not read_only and options.dry_run is DryRun.NONE:
             needed += [
                 Permission("list", "deployments", group="apps"),
                 Permission("patch", "deployments", group="apps"),
+                # a managed workload is surged through its ReplicaSet
+                Permission("patch", "replicasets", group="apps"),
                 Permission("create", "leases", group="coordination.k8s.io"),
                 Permission("update", "leases", group="coordination.k8s.io"),
             ]
@@ -170,7 +175,7 @@ class DrainEngine:
         except ApiException as err:
             if err.status != 403 or self.surge_max is not None:
                 raise
-            # Not allowed to list Deployments: this user never surged, so there is nothing of theirs to restore.
+            # Not allowed to list Deployments or ReplicaSets: this user never surged, so nothing of theirs to restore.
 
     # --- nodes --------------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-#: the kinds whose owner can simply run more copies of a pod
-SURGEABLE_KINDS = frozenset({"Deployment"})
+#: the kinds whose owner can simply run more copies of a pod ("ManagedWorkload": one this plugin manages,
+#: surged through its one ReplicaSet while the drain holds its rollout driver's Lease; see managed_workload)
+SURGEABLE_KINDS = frozenset({"Deployment", "ManagedWorkload"})
 
 #: by default a surge is bounded only by the workload's pods on the drained nodes: the drain needs room
 #: for that many replacements elsewhere anyway, the surge asks for the same room a little earlier
@@ -116,6 +117,10 @@ class WorkloadFacts:
     leftover_record: bool = False
     #: mid-rollout (more than one ReplicaSet with pods, or not all updated)
     rolling_out: bool = False
+    #: what shows the rollout (e.g. "2 of its ReplicaSets have a count"), said with the reason
+    rollout_detail: str = ""
+    #: another holds the Lease the surge needs (a managed workload's driver, or another drain): who, in its words
+    lease_held: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,12 +164,6 @@ def decide(facts: WorkloadFacts, surge_max: SurgeMax) -> SurgeDecision:
         )
     if facts.kind == "Pod":
         return no("a bare pod has no owner to run a copy of it; the drain waits for its PDB", warning)
-    if facts.kind == "ManagedWorkload":
-        return no(
-            "a workload managed by rollout-plus changes its count only through its rollout driver "
-            "(kubectl rollout-plus scale); the drain waits for its PDB",
-            warning,
-        )
     if facts.kind not in SURGEABLE_KINDS:
         return no(
             f"a {facts.kind}'s replicas are not a count the drain may raise; the drain waits for its PDB", warning
@@ -178,7 +177,10 @@ def decide(facts: WorkloadFacts, surge_max: SurgeMax) -> SurgeDecision:
             warning,
         )
     if facts.rolling_out:
-        return no("it is in the middle of a rollout; the drain waits for its PDB", warning)
+        detail = f" ({facts.rollout_detail})" if facts.rollout_detail else ""
+        return no(f"it is in the middle of a rollout{detail}; the drain waits for its PDB", warning)
+    if facts.lease_held:
+        return no(facts.lease_held, warning)
     # The status may lag (a count just lowered, pods just gone): trust it only as far as the spec allows.
     room = facts.disruptions_allowed
     if facts.room_by_spec is not None:

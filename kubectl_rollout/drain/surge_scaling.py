@@ -17,10 +17,18 @@ The decision is ``surge.decide``; the record that makes it crash-safe is
    original), so the ReplicaSet creates no replacement and the PDB's room
    comes back without waiting for one;
 4. at the end (whatever happened), restore the original count and remove the record.
+
+A Deployment's count is its own ``spec.replicas``. A managed workload's is its
+one ReplicaSet's (``managed_workload``): the drain raises that ReplicaSet only
+when no rollout is under way, and holds the workload's rollout-driver Lease
+from before the raise until after the restore, so no driver, ``apply`` or
+``scale`` sets the count meanwhile. Its Kubernetes Events go on that
+ReplicaSet: the object whose count changed, as a Deployment's go on the Deployment.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -31,6 +39,13 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.drain.managed_workload import (
+    ManagedWorkload,
+    driver_lease,
+    read_managed,
+    steady_replica_set,
+    workload_of,
+)
 from kubectl_rollout.drain.surge import (
     SurgeDecision,
     SurgeMax,
@@ -40,7 +55,19 @@ from kubectl_rollout.drain.surge import (
     gitops_marker,
     lowered_replicas,
 )
-from kubectl_rollout.drain.surge_record import CountChanged, begin, record_of, restore, set_count
+from kubectl_rollout.drain.surge_record import (
+    DEPLOYMENT,
+    KINDS,
+    REPLICA_SET,
+    CountChanged,
+    RecordedKind,
+    SurgeRecord,
+    begin,
+    kind_named,
+    record_of,
+    restore,
+    set_count,
+)
 from kubectl_rollout.drain.surge_record import leftovers as recorded_leftovers
 from kubectl_rollout.drain.workload_events import record_workload_event
 from kubectl_rollout.eviction.pdb_watch import PdbWatch
@@ -55,17 +82,27 @@ from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld, LeaseK
 
 log = logging.getLogger(__name__)
 
-#: the owner of a managed workload's ReplicaSets (kubectl_rollout.rollout.record)
-_MANAGED_RECORD_PREFIX = "rollout-plus."
-
 
 @dataclass(kw_only=True)
 class _Owner:
     ref: WorkloadRef
     pods: list[PodRef] = field(default_factory=list)
+    #: the ReplicaSets of those pods
+    pod_replica_sets: set[str] = field(default_factory=set)
     deployment: Any | None = None
+    #: a managed workload: as read, and its one ReplicaSet with pods when no rollout is under way
+    managed: ManagedWorkload | None = None
+    replica_set: Any | None = None
     disruptions_allowed: int | None = None
     budgets: list[Any] = field(default_factory=list)
+
+    def surged_object(self) -> tuple[RecordedKind, Any] | None:
+        """What a surge raises: the Deployment, or the managed workload's ReplicaSet; None when neither."""
+        if self.deployment is not None:
+            return DEPLOYMENT, self.deployment
+        if self.replica_set is not None:
+            return REPLICA_SET, self.replica_set
+        return None
 
 
 @dataclass(kw_only=True)
@@ -73,6 +110,9 @@ class _Surged:
     """A workload this drain raised: what it set last, so that it only ever moves its own count."""
 
     ref: WorkloadRef
+    #: the object whose count was raised (a Deployment, or a managed workload's ReplicaSet), and its name
+    kind: RecordedKind
+    object_name: str
     original: int
     added: int
     #: the count this drain set last
@@ -85,7 +125,7 @@ class _Surged:
     #: somebody else changed the count: leave it alone
     let_go: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the Lease that tells other drains this surge is alive
+    #: the Lease that tells other drains this surge is alive (a managed workload's: its driver's Lease)
     keeper: LeaseKeeper | None = None
     #: set once the extra pods are Ready or the surge was given up: its pods may go
     settled: threading.Event = field(default_factory=threading.Event)
@@ -103,48 +143,93 @@ def surge_lease(cluster: Cluster, namespace: str, name: str) -> WorkloadLease:
     )
 
 
+def _leftover_workload(record: SurgeRecord) -> WorkloadRef | None:
+    """The workload a leftover record belongs to; None for a ReplicaSet no managed workload controls (released
+    to a Deployment since, say): its count is that owner's, so only the record is removed."""
+    if record.kind == DEPLOYMENT.kind:
+        return WorkloadRef(kind="Deployment", namespace=record.namespace, name=record.name)
+    managed = workload_of(record.owner_kind, record.owner_name)
+    return WorkloadRef(kind="ManagedWorkload", namespace=record.namespace, name=managed) if managed else None
+
+
+def _leftover_lease(cluster: Cluster, workload: WorkloadRef | None) -> WorkloadLease | None:
+    """The Lease a live surge of this workload would hold: a Deployment's surge Lease, a managed workload's
+    driver Lease (held by its driver too: a record under a live driver is the driver's to settle)."""
+    if workload is None:
+        return None
+    if workload.kind == "Deployment":
+        return surge_lease(cluster, workload.namespace, workload.name)
+    return driver_lease(cluster, workload.namespace, workload.name)
+
+
 def restore_leftovers(cluster: Cluster, emit: Emit, cancel: threading.Event | None = None) -> list[ev.SurgeRestored]:
     """Restore every surge record a killed or failed drain left in the cluster, reporting each one.
 
     A record whose drain still renews its Lease belongs to a drain that is alive and is left alone; a
     Lease not renewed yet is waited out (at most its 15 s): a drain killed a moment ago looks alive until then.
+    Records sit on Deployments and on managed workloads' ReplicaSets (one list each); a kind this user may not
+    list is raised after the other kind's records were restored (the caller decides whether that matters).
     """
-    records = recorded_leftovers(cluster)
-    leases = {(r.namespace, r.name): surge_lease(cluster, r.namespace, r.name) for r in records}
-    wait = max((lease.seconds_left() for lease in leases.values()), default=0.0)
+    records: list[SurgeRecord] = []
+    forbidden: ApiException | None = None
+    for kind in KINDS:
+        try:
+            records += recorded_leftovers(cluster, kind)
+        except ApiException as err:
+            if err.status != 403:
+                raise
+            forbidden = forbidden or err
+    workloads = {record: _leftover_workload(record) for record in records}
+    leases = {record: _leftover_lease(cluster, workloads[record]) for record in records}
+    wait = max((lease.seconds_left() for lease in leases.values() if lease is not None), default=0.0)
     if wait > 0:
         (cancel or threading.Event()).wait(min(wait, LEASE_SECONDS) + 0.5)
-    restored = []
-    for record in records:
-        if leases[(record.namespace, record.name)].seconds_left() > 0:
-            log.info("surge of %s/%s: its drain is alive (Lease renewed); left alone", record.namespace, record.name)
-            continue
-        outcome = restore(cluster, record.namespace, record.name)
-        if outcome is None:
-            continue
-        ref = WorkloadRef(kind="Deployment", namespace=record.namespace, name=record.name)
-        event = ev.SurgeRestored(
-            workload=ref,
-            replicas=outcome.replicas,
-            leftover=True,
-            drain=record.drain,
-            count_restored=outcome.count_restored,
-        )
-        emit(event)
-        record_workload_event(
-            cluster,
-            kind="Deployment",
-            namespace=record.namespace,
-            name=record.name,
-            reason="SurgeRestored",
-            message=(
-                f"Replica count restored to {outcome.replicas} after a surge left by drain {record.drain}"
-                if outcome.count_restored
-                else f"Surge record of drain {record.drain} removed; the count had been changed to {outcome.replicas}"
-            ),
-        )
-        restored.append(event)
+    restored = [event for record in records if (event := _restore_leftover(cluster, record, workloads, leases, emit))]
+    if forbidden is not None:
+        raise forbidden
     return restored
+
+
+def _restore_leftover(
+    cluster: Cluster,
+    record: SurgeRecord,
+    workloads: dict[SurgeRecord, WorkloadRef | None],
+    leases: dict[SurgeRecord, WorkloadLease | None],
+    emit: Emit,
+) -> ev.SurgeRestored | None:
+    lease = leases[record]
+    if lease is not None and lease.seconds_left() > 0:
+        log.info("surge of %s %s/%s: its Lease is renewed; left alone", record.kind, record.namespace, record.name)
+        return None
+    ref = workloads[record]
+    outcome = restore(
+        cluster, record.namespace, record.name, kind=kind_named(record.kind), expected=None if ref else -1
+    )
+    if outcome is None:
+        return None
+    if ref is None:
+        ref = WorkloadRef(kind=record.kind, namespace=record.namespace, name=record.name)
+    event = ev.SurgeRestored(
+        workload=ref,
+        replicas=outcome.replicas,
+        leftover=True,
+        drain=record.drain,
+        count_restored=outcome.count_restored,
+    )
+    emit(event)
+    record_workload_event(
+        cluster,
+        kind=record.kind,
+        namespace=record.namespace,
+        name=record.name,
+        reason="SurgeRestored",
+        message=(
+            f"Replica count restored to {outcome.replicas} after a surge left by drain {record.drain}"
+            if outcome.count_restored
+            else f"Surge record of drain {record.drain} removed; the count had been changed to {outcome.replicas}"
+        ),
+    )
+    return event
 
 
 class SurgeSession:
@@ -201,10 +286,9 @@ class SurgeSession:
             parent = controller_of(replica_set) if replica_set is not None else None
             if parent is not None and parent.kind == "Deployment":
                 return WorkloadRef(kind="Deployment", namespace=namespace, name=parent.name)
-            if parent is not None and parent.kind == "ConfigMap" and parent.name.startswith(_MANAGED_RECORD_PREFIX):
-                return WorkloadRef(
-                    kind="ManagedWorkload", namespace=namespace, name=parent.name[len(_MANAGED_RECORD_PREFIX) :]
-                )
+            managed = workload_of(parent.kind, parent.name) if parent is not None else None
+            if managed is not None:
+                return WorkloadRef(kind="ManagedWorkload", namespace=namespace, name=managed)
         return WorkloadRef(kind=ref.kind, namespace=namespace, name=ref.name)
 
     def _autoscaler_of(self, ref: WorkloadRef) -> str | None:
@@ -225,6 +309,9 @@ class SurgeSession:
             ref = self._owner_ref(pod)
             owner = owners.setdefault(ref, _Owner(ref=ref))
             owner.pods.append(PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node))
+            controller = controller_of(pod)
+            if controller is not None and controller.kind == "ReplicaSet":
+                owner.pod_replica_sets.add(controller.name)
             for budget in self.pdbs.selecting(pod):
                 if all(b.metadata.uid != budget.metadata.uid for b in owner.budgets):
                     owner.budgets.append(budget)
@@ -243,7 +330,11 @@ class SurgeSession:
             pods_on_nodes=len(owner.pods),
             disruptions_allowed=owner.disruptions_allowed,
         )
-        if ref.kind != "Deployment" or owner.disruptions_allowed is None:
+        if owner.disruptions_allowed is None:
+            return facts
+        if ref.kind == "ManagedWorkload":
+            return self._managed_facts(owner, facts)
+        if ref.kind != "Deployment":
             return facts
         try:
             deployment = call_with_retry(self.cluster.apps.read_namespaced_deployment, ref.name, ref.namespace)
@@ -257,11 +348,6 @@ class SurgeSession:
         # Pods of an older template still running: a rollout is under way. (A scale in progress, such as a
         # leftover surge just restored, is not one: every pod is of the current template.)
         rolling_out = status is not None and (status.updated_replicas or 0) < (status.replicas or 0)
-        rooms = [
-            budget_room(min_available=b.spec.min_available, max_unavailable=b.spec.max_unavailable, replicas=desired)
-            for b in owner.budgets
-        ]
-        known = [r for r in rooms if r is not None]
         return WorkloadFacts(
             kind=ref.kind,
             namespace=ref.namespace,
@@ -269,11 +355,41 @@ class SurgeSession:
             replicas=desired,
             pods_on_nodes=len(owner.pods),
             disruptions_allowed=owner.disruptions_allowed,
-            room_by_spec=min(known) if known else None,
+            room_by_spec=self._room_by_spec(owner, desired),
             autoscaler=self._autoscaler_of(ref),
             gitops=gitops_marker(deployment.metadata.labels or {}, deployment.metadata.annotations or {}),
             leftover_record=record_of(deployment) is not None,
             rolling_out=rolling_out,
+        )
+
+    @staticmethod
+    def _room_by_spec(owner: _Owner, replicas: int) -> int | None:
+        rooms = [
+            budget_room(min_available=b.spec.min_available, max_unavailable=b.spec.max_unavailable, replicas=replicas)
+            for b in owner.budgets
+        ]
+        known = [r for r in rooms if r is not None]
+        return min(known) if known else None
+
+    def _managed_facts(self, owner: _Owner, facts: WorkloadFacts) -> WorkloadFacts:
+        """A managed workload: its record, its ReplicaSets (one with pods, the template's, or a rollout is under
+        way) and its driver's Lease (held: a driver is at work, or another drain surges it)."""
+        ref = owner.ref
+        workload = read_managed(self.cluster, ref.namespace, ref.name)
+        if workload is None:
+            return facts
+        owner.managed = workload
+        owner.replica_set, why = steady_replica_set(workload, owner.pod_replica_sets)
+        held = driver_lease(self.cluster, ref.namespace, ref.name).held()
+        return dataclasses.replace(
+            facts,
+            replicas=workload.replicas,
+            room_by_spec=self._room_by_spec(owner, workload.replicas),
+            gitops=gitops_marker(workload.labels, workload.annotations),
+            leftover_record=any(record_of(rs, REPLICA_SET) is not None for rs in workload.replica_sets),
+            rolling_out=bool(why),
+            rollout_detail=why,
+            lease_held=held.message if held is not None else "",
         )
 
     def plan(self, pods: Iterable[tuple[Any, str]]) -> list[tuple[_Owner, SurgeDecision]]:
@@ -302,7 +418,7 @@ class SurgeSession:
         for owner, decision in self.plan(pods):
             if owner.disruptions_allowed is None and not decision.warning:
                 continue  # no PDB: nothing to wait for, nothing to say
-            if decision.surge <= 0 or owner.deployment is None:
+            if decision.surge <= 0 or owner.surged_object() is None:
                 self.emit(
                     ev.SurgeSkipped(
                         workload=owner.ref, reason=decision.reason, pods=tuple(owner.pods), warning=decision.warning
@@ -341,37 +457,69 @@ class SurgeSession:
             for surged in list(self._by_pod.values()):
                 surged.settled.set()
 
+    def _lease(self, owner: _Owner, decision: SurgeDecision, nodes: tuple[str, ...]) -> WorkloadLease:
+        """The Lease the surge holds: a Deployment's surge Lease, or a managed workload's driver Lease, with why
+        (what `apply`, `scale` or a driver that finds it held is told)."""
+        ref = owner.ref
+        if ref.kind == "Deployment":
+            return surge_lease(self.cluster, ref.namespace, ref.name)
+        replica_set = owner.replica_set.metadata.name if owner.replica_set is not None else "?"
+        return driver_lease(
+            self.cluster,
+            ref.namespace,
+            ref.name,
+            purpose=(
+                f"managed workload {ref.namespace}/{ref.name} is held by kubectl rollout-plus drain {self.drain}, "
+                f"which surges its ReplicaSet {replica_set} by {decision.surge} while it evicts its pods from "
+                f"{', '.join(nodes)}; the drain restores the count and releases the Lease when it ends: "
+                "try again then"
+            ),
+        )
+
+    def _still_steady(self, owner: _Owner) -> tuple[Any | None, str]:
+        """A managed workload's ReplicaSet read again once the drain holds the driver's Lease (a driver may
+        have acted between the look and the Lease): (the same ReplicaSet, "") or (None, why not)."""
+        planned = owner.replica_set
+        workload = read_managed(self.cluster, owner.ref.namespace, owner.ref.name)
+        if workload is None or planned is None:
+            return None, "its record was deleted; the drain waits for its PDB"
+        replica_set, why = steady_replica_set(workload, owner.pod_replica_sets)
+        if replica_set is None:
+            return None, f"it is in the middle of a rollout ({why}); the drain waits for its PDB"
+        if replica_set.metadata.name != planned.metadata.name or replica_set.spec.replicas != planned.spec.replicas:
+            return None, "it changed while the drain looked at it; the drain waits for its PDB"
+        return replica_set, ""
+
     def _raise(self, owner: _Owner, decision: SurgeDecision, nodes: tuple[str, ...]) -> None:
-        deployment = owner.deployment
-        assert deployment is not None
-        original = deployment.spec.replicas if deployment.spec.replicas is not None else 1
-        keeper = LeaseKeeper(surge_lease(self.cluster, owner.ref.namespace, owner.ref.name), self.cancel)
+        surged_object = owner.surged_object()
+        assert surged_object is not None
+        kind, obj = surged_object
+        keeper = LeaseKeeper(self._lease(owner, decision, nodes), self.cancel)
         try:
             keeper.start()
         except LeaseHeld as held:
             self.emit(ev.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
             return
-        deployment = self._begin(deployment, original=original, added=decision.surge)
-        if deployment is None:
+        why = "it changed while the drain looked at it; the drain waits for its PDB"
+        if kind is REPLICA_SET:
+            obj, why = self._still_steady(owner)
+        original = obj.spec.replicas if obj is not None and obj.spec.replicas is not None else 1
+        raised = self._begin(kind, obj, original=original, added=decision.surge) if obj is not None else None
+        if raised is None:
             keeper.stop()
-            self.emit(
-                ev.SurgeSkipped(
-                    workload=owner.ref,
-                    reason="it changed while the drain looked at it; the drain waits for its PDB",
-                    pods=tuple(owner.pods),
-                )
-            )
+            self.emit(ev.SurgeSkipped(workload=owner.ref, reason=why, pods=tuple(owner.pods)))
             return
         surged = _Surged(
             ref=owner.ref,
+            kind=kind,
+            object_name=raised.metadata.name,
             original=original,
             added=decision.surge,
             current=original + decision.surge,
             # Ready means this many available: the surge on top of what was available (at most the count;
             # a scale-down still under way must not raise the bar).
-            target=min(original, (deployment.status.available_replicas or 0) if deployment.status else 0)
-            + decision.surge,
-            selector=dict(deployment.spec.selector.match_labels or {}),
+            target=min(original, (raised.status.available_replicas or 0) if raised.status else 0) + decision.surge,
+            selector=dict(raised.spec.selector.match_labels or {}),
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
             keeper=keeper,
         )
@@ -389,9 +537,9 @@ class SurgeSession:
         )
         record_workload_event(
             self.cluster,
-            kind="Deployment",
+            kind=kind.kind,
             namespace=owner.ref.namespace,
-            name=owner.ref.name,
+            name=surged.object_name,
             reason="SurgeStarted",
             message=(
                 f"Replicas raised from {original} to {surged.current} by kubectl rollout-plus drain {self.drain} "
@@ -399,27 +547,23 @@ class SurgeSession:
             ),
         )
 
-    def _begin(self, deployment: Any, *, original: int, added: int) -> Any | None:
-        """Record and raise (``surge_record.begin``); the Deployment as it was raised, or None if its count or
+    def _begin(self, kind: RecordedKind, obj: Any, *, original: int, added: int) -> Any | None:
+        """Record and raise (``surge_record.begin``); the object as it was raised, or None if its count or
         record changed since the drain looked. Its controller writing its status meanwhile (a scale just
         restored is still settling) changes only the resourceVersion: read again and retry."""
         for _ in range(5):
             try:
-                begin(self.cluster, deployment, added=added, drain=self.drain)
-                return deployment
+                begin(self.cluster, obj, added=added, drain=self.drain, kind=kind)
+                return obj
             except CountChanged:
                 try:
-                    deployment = call_with_retry(
-                        self.cluster.apps.read_namespaced_deployment,
-                        deployment.metadata.name,
-                        deployment.metadata.namespace,
-                    )
+                    obj = kind.read(self.cluster, obj.metadata.namespace, obj.metadata.name)
                 except ApiException as err:
                     if err.status == 404:
                         return None
                     raise
-                replicas = deployment.spec.replicas if deployment.spec.replicas is not None else 1
-                if replicas != original or record_of(deployment) is not None:
+                replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
+                if replicas != original or record_of(obj, kind) is not None:
                     return None
         return None
 
@@ -430,19 +574,19 @@ class SurgeSession:
         started = time.monotonic()
         changed = threading.Event()
         collections = {
-            namespace: WatchedCollection(
-                self.cluster.apps.list_namespaced_deployment,
+            (kind, namespace): WatchedCollection(
+                kind.lister(self.cluster),
                 namespace=namespace,
-                description=f"Deployments in {namespace}",
+                description=f"{kind.kind}s in {namespace}",
                 on_change=changed.set,
             ).start()
-            for namespace in {ref.namespace for ref in waiting}
+            for kind, namespace in {(surged.kind, ref.namespace) for ref, surged in waiting.items()}
         }
         try:
             while waiting and not self.cancel.is_set() and not self._stop.is_set():
                 for ref, surged in list(waiting.items()):
-                    deployment = collections[ref.namespace].get((ref.namespace, ref.name))
-                    verdict = self._readiness(surged, deployment, time.monotonic() - started)
+                    raised = collections[(surged.kind, ref.namespace)].get((ref.namespace, surged.object_name))
+                    verdict = self._readiness(surged, raised, time.monotonic() - started)
                     if verdict is None:
                         continue
                     del waiting[ref]
@@ -466,11 +610,14 @@ class SurgeSession:
             self._give_up(surged, "the drain was cancelled")
             surged.settled.set()
 
-    def _readiness(self, surged: _Surged, deployment: Any, waited: float) -> str | None:
-        """None: still waiting; "": Ready; otherwise why the surge is given up."""
-        if deployment is None:
-            return "the Deployment was deleted"
-        status = deployment.status
+    def _readiness(self, surged: _Surged, raised: Any, waited: float) -> str | None:
+        """None: still waiting; "": Ready; otherwise why the surge is given up.
+
+        Readiness is the raised object's status.availableReplicas: for a ReplicaSet the ReplicaSet controller's
+        own count (minReadySeconds included), for a Deployment the Deployment controller's sum of it."""
+        if raised is None:
+            return f"the {surged.kind.kind} was deleted"
+        status = raised.status
         available = (status.available_replicas or 0) if status else 0
         if available >= surged.target:
             return ""
@@ -542,7 +689,14 @@ class SurgeSession:
             if target == surged.current:
                 return
             try:
-                set_count(self.cluster, surged.ref.namespace, surged.ref.name, expected=surged.current, replicas=target)
+                set_count(
+                    self.cluster,
+                    surged.ref.namespace,
+                    surged.object_name,
+                    expected=surged.current,
+                    replicas=target,
+                    kind=surged.kind,
+                )
             except CountChanged:
                 log.info("%s: its count was changed by someone else; the drain leaves it alone", surged.ref)
                 surged.let_go = True
@@ -558,8 +712,9 @@ class SurgeSession:
             outcome = restore(
                 self.cluster,
                 surged.ref.namespace,
-                surged.ref.name,
+                surged.object_name,
                 expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
+                kind=surged.kind,
             )
             if surged.keeper is not None:
                 surged.keeper.stop()
@@ -570,9 +725,9 @@ class SurgeSession:
         )
         record_workload_event(
             self.cluster,
-            kind="Deployment",
+            kind=surged.kind.kind,
             namespace=surged.ref.namespace,
-            name=surged.ref.name,
+            name=surged.object_name,
             reason="SurgeRestored",
             message=(
                 f"Replicas restored to {replicas} by kubectl rollout-plus drain {self.drain}"
