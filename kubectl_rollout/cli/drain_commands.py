@@ -198,9 +198,11 @@ _selector_option = click.option(
     "--surge",
     is_flag=True,
     help="Where a PodDisruptionBudget allows no eviction now, first give the pods' Deployment extra replicas "
-    "(Ready on other nodes), then evict, then restore its count. The original count is recorded on the "
-    "Deployment, so a later drain, uncordon or resume restores it after a crash. What cannot surge "
-    "(StatefulSets, bare pods, HPA, no room, quota) is explained and waits for its PDB.",
+    "(Ready on other nodes), then evict, then restore its count. A workload managed by rollout-plus is "
+    "surged through its one ReplicaSet while the drain holds its driver's Lease (apply and scale are "
+    "refused meanwhile). The original count is recorded on the object raised, so a later drain, uncordon "
+    "or resume restores it after a crash. What cannot surge (StatefulSets, bare pods, HPA, mid-rollout, "
+    "no room, quota) is explained and waits for its PDB.",
 )
 @click.option(
     "--surge-max",
