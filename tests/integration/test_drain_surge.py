@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 import watching
 from cluster_setup import deploy
 from integration.test_drain import add_pdb, by_type, node_state, only_schedulable, pods_on, snapshot
+from integration.test_rollouts import apply as apply_workload
 from invariants import HealthyPods
 from kubernetes import client, watch
 from plugin import events, run_plugin
@@ -27,13 +29,17 @@ from plugin import events, run_plugin
 from kubectl_rollout.drain import surge_record
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.watched_collection import stop_watch
+from kubectl_rollout.kube.workload_lease import expires_at
+from kubectl_rollout.rollout import record as managed_record
 
 
 class ReplicaHistory:
-    """Every spec.replicas a Deployment had, in the API server's order, from before the drain until after it."""
+    """Every spec.replicas a Deployment (or a ReplicaSet: ``kind="replica_set"``) had, in the API server's
+    order, from before the drain until after it."""
 
-    def __init__(self, cluster: Cluster, namespace: str, name: str) -> None:
+    def __init__(self, cluster: Cluster, namespace: str, name: str, kind: str = "deployment") -> None:
         self.cluster, self.namespace, self.name = cluster, namespace, name
+        self._list = getattr(cluster.apps, f"list_namespaced_{kind}")
         self.counts: list[int] = []
         self._watch = watch.Watch()
         self._stopping = False
@@ -41,9 +47,7 @@ class ReplicaHistory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> ReplicaHistory:
-        listing = self.cluster.apps.list_namespaced_deployment(
-            self.namespace, field_selector=f"metadata.name={self.name}"
-        )
+        listing = self._list(self.namespace, field_selector=f"metadata.name={self.name}")
         self.counts = [d.spec.replicas for d in listing.items]
         self._rv = listing.metadata.resource_version
         self._thread.start()
@@ -52,7 +56,7 @@ class ReplicaHistory:
     def _run(self) -> None:
         try:
             for event in self._watch.stream(
-                self.cluster.apps.list_namespaced_deployment,
+                self._list,
                 self.namespace,
                 field_selector=f"metadata.name={self.name}",
                 resource_version=self._rv,
@@ -310,6 +314,236 @@ def test_uncordon_restores_a_leftover_surge(
     assert replicas_of(cluster, namespace, "web") == 1
     assert surge_labels(cluster, namespace, "web") == {}
     assert node_state(cluster, target)[0] is False
+
+
+# --- managed workloads (rollout-plus apply): surged through their one ReplicaSet ---------------------
+
+
+def managed_one_replica(
+    cluster: Cluster, namespace: str, target: str, spare: str, kubeconfig: Path, tmp_path: Path, **options: Any
+) -> str:
+    """Managed workload ``web`` (the plugin's own ``apply``), one replica on ``target`` behind minAvailable 1;
+    its ReplicaSet's name. ``options``: ``name``, ``ready_after``."""
+    name = options.get("name", "web")
+    document = manifests.deployment(
+        name,
+        replicas=1,
+        annotations={manifests.READY_AFTER: options.get("ready_after", "1s")},
+        pod_spec=manifests.placement(namespace),
+    )
+    with only_schedulable(cluster, target, [spare]):
+        applied = apply_workload(kubeconfig, namespace, document, tmp_path)
+        assert applied.returncode == 0, applied.stderr
+    add_pdb(cluster, namespace, name, app=name, expected=1, min_available=1)
+    (replica_set,) = [rs.metadata.name for rs in managed_replica_sets(cluster, namespace, name) if rs.spec.replicas]
+    return replica_set
+
+
+def managed_replica_sets(cluster: Cluster, namespace: str, name: str) -> list[Any]:
+    selector = f"{managed_record.WORKLOAD_LABEL}={name}"
+    return list(cluster.apps.list_namespaced_replica_set(namespace, label_selector=selector).items)
+
+
+def rs_surge_labels(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
+    labels = cluster.apps.read_namespaced_replica_set(name, namespace).metadata.labels or {}
+    return {k: v for k, v in labels.items() if k.startswith("rollout-plus.kubectl.io/surge")}
+
+
+def rs_replicas(cluster: Cluster, namespace: str, name: str) -> int:
+    return int(cluster.apps.read_namespaced_replica_set(name, namespace).spec.replicas)
+
+
+def recorded_replicas(cluster: Cluster, namespace: str, name: str) -> int:
+    return managed_record.read(cluster, namespace, name).spec.replicas
+
+
+def test_managed_workload_one_replica_blocks_without_surge(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    replica_set = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path)
+
+    result = run_plugin("drain", target, "--timeout", "4s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    assert f"PodDisruptionBudget {namespace}/web (healthy 1, needs 1) allows no disruption now" in result.stderr
+    assert "--surge" in result.stderr  # the hint
+    assert rs_replicas(cluster, namespace, replica_set) == 1
+    assert rs_surge_labels(cluster, namespace, replica_set) == {}
+
+
+def test_managed_workload_surges_through_its_replica_set_and_refuses_spec_changes_meanwhile(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    # Extra pods Ready after 3 s: time enough to try `scale` and `apply` while the drain holds the workload.
+    replica_set = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path, ready_after="3s")
+    healthy = HealthyPods(cluster, namespace).start()
+    history = ReplicaHistory(cluster, namespace, replica_set, kind="replica_set").start()
+
+    command = ["drain", target, "--surge", "-o", "jsonl", "--kubeconfig", str(kubeconfig)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubectl_rollout", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if '"type": "SurgeStarted"' in line:
+            break
+    scaled = run_plugin("scale", "web", "--replicas", "3", "-n", namespace, kubeconfig=kubeconfig)
+    bigger = manifests.deployment(
+        "web", replicas=4, annotations={manifests.READY_AFTER: "3s"}, pod_spec=manifests.placement(namespace)
+    )
+    applied = apply_workload(kubeconfig, namespace, bigger, tmp_path)
+    during = (recorded_replicas(cluster, namespace, "web"), rs_replicas(cluster, namespace, replica_set))
+    out, err = process.communicate(timeout=90)
+    result = subprocess.CompletedProcess(process.args, process.returncode, "".join(lines) + out, err)
+    healthy.settle({"web": 1})
+
+    # refused while the drain holds the driver's Lease, in the drain's words, and nothing changed
+    for refused in (scaled, applied):
+        assert refused.returncode != 0
+        assert f"managed workload {namespace}/web is held by kubectl rollout-plus drain" in refused.stderr
+        assert "the drain restores the count and releases the Lease when it ends: try again then" in refused.stderr
+        assert f"lease {namespace}/rollout-plus.web held by drain" not in refused.stderr  # the holder is an id
+    assert during == (1, 2)  # the record still 1, the ReplicaSet raised by the drain only
+
+    assert result.returncode == 0, result.stderr
+    assert healthy.stop() == {"web": 1}  # never fewer Ready than before the drain
+    assert history.stop() == [1, 2, 1]  # the ReplicaSet raised by one, then back: nothing else touched it
+    assert rs_surge_labels(cluster, namespace, replica_set) == {}
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    started = by_type(result, "SurgeStarted")[0]
+    assert started["workload"] == {"kind": "ManagedWorkload", "namespace": namespace, "name": "web"}
+    assert (started["original"], started["replicas"]) == (1, 2)
+    types = [e["type"] for e in events(result)]
+    assert types.index("SurgeStarted") < types.index("SurgeReady") < types.index("PodEvicted")
+    assert types.index("PodEvicted") < types.index("SurgeRestored")
+    assert by_type(result, "SurgeRestored")[0]["count_restored"]
+    # Kubernetes Events on the ReplicaSet whose count changed
+    reasons = {
+        e.reason
+        for e in cluster.core.list_namespaced_event(namespace).items
+        if e.involved_object.kind == "ReplicaSet" and e.involved_object.name == replica_set
+    }
+    assert {"SurgeStarted", "SurgeRestored"} <= reasons
+    # the Lease is released with the restore: the same scale now goes through
+    with pytest.raises(client.ApiException):
+        cluster.coordination.read_namespaced_lease("rollout-plus.web", namespace)
+    again = run_plugin("scale", "web", "--replicas", "2", "-n", namespace, "--timeout", "60s", kubeconfig=kubeconfig)
+    assert again.returncode == 0, again.stderr
+    assert recorded_replicas(cluster, namespace, "web") == 2
+
+
+@pytest.mark.parametrize("restorer", ["drain", "uncordon", "driver"])
+def test_sigkill_after_a_managed_workloads_scale_up_leaves_a_record_that_is_settled(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path, restorer: str
+) -> None:
+    target, spare = dedicated_nodes(2)
+    replica_set = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path)
+    healthy = HealthyPods(cluster, namespace).start()
+
+    code, _ = _run_until(kubeconfig, ["drain", target, "--surge"], '"type": "SurgeStarted"')
+
+    assert code == -signal.SIGKILL
+    record = rs_surge_labels(cluster, namespace, replica_set)
+    assert record[surge_record.ORIGINAL] == "1", record
+    assert rs_replicas(cluster, namespace, replica_set) == 2
+
+    if restorer == "drain":
+        # waits out the killed drain's Lease, restores, then surges and drains again
+        result = drain(kubeconfig, target, "--surge")
+        assert result.returncode == 0, result.stderr
+        leftover = [e for e in by_type(result, "SurgeRestored") if e["leftover"]]
+        assert [(e["workload"]["kind"], e["replicas"], e["drain"]) for e in leftover] == [
+            ("ManagedWorkload", 1, record[surge_record.SURGED_BY])
+        ]
+        assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    elif restorer == "uncordon":
+        result = run_plugin("uncordon", target, kubeconfig=kubeconfig)
+        assert result.returncode == 0, result.stderr
+        assert "restored a surge left by drain" in result.stderr
+        assert f"ManagedWorkload {namespace}/web back to 1 replicas" in result.stderr
+    else:
+        # Once the killed drain's Lease lapses, the workload's driver may take it: it sets the ReplicaSet back to
+        # the record's count and drops the record with it; nothing is left for a later restore.
+        lease = cluster.coordination.read_namespaced_lease("rollout-plus.web", namespace)
+        time.sleep(max(0.0, expires_at(lease.spec) - time.time()) + 0.5)
+        result = run_plugin("status", "web", "-w", "-n", namespace, "--timeout", "60s", kubeconfig=kubeconfig)
+        assert result.returncode == 0, result.stderr
+        assert rs_surge_labels(cluster, namespace, replica_set) == {}
+        after = run_plugin("uncordon", target, kubeconfig=kubeconfig)
+        assert after.returncode == 0, after.stderr
+        assert "restored a surge" not in after.stderr
+    healthy.settle({"web": 1})
+
+    assert healthy.stop() == {"web": 1}
+    assert rs_replicas(cluster, namespace, replica_set) == 1
+    assert rs_surge_labels(cluster, namespace, replica_set) == {}
+    assert recorded_replicas(cluster, namespace, "web") == 1
+
+
+def test_managed_workloads_mid_rollout_or_driven_are_not_surged_and_say_why(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    # web: paused with a new template recorded, its one pod of the older one: a rollout under way
+    web = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path)
+    assert run_plugin("pause", "web", "-n", namespace, kubeconfig=kubeconfig).returncode == 0
+    newer = manifests.deployment(
+        "web", replicas=1, annotations={manifests.READY_AFTER: "1s"}, pod_spec=manifests.placement(namespace)
+    )
+    newer["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/app:v2"
+    newer["spec"]["paused"] = True
+    apply_workload(kubeconfig, namespace, newer, tmp_path, "--timeout", "20s")
+    # api: steady, but its rollout driver holds its Lease (as the API server stores a driver's)
+    api = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path, name="api")
+    cluster.coordination.create_namespaced_lease(
+        namespace,
+        {
+            "metadata": {"name": "rollout-plus.api"},
+            "spec": {
+                "holderIdentity": "another-host/4242/driver",
+                "leaseDurationSeconds": 120,
+                "acquireTime": client.ApiClient().sanitize_for_serialization(datetime.now(UTC)),
+                "renewTime": client.ApiClient().sanitize_for_serialization(datetime.now(UTC)),
+            },
+        },
+    )
+
+    plan = run_plugin("drain", target, "--surge", "--plan", kubeconfig=kubeconfig)
+
+    assert plan.returncode == 0, plan.stderr
+    lines = plan.stdout.splitlines()
+
+    def row(workload: str) -> str:
+        return next(line for line in lines if line.strip().startswith(workload))
+
+    assert "in the middle of a rollout (" in row(f"ManagedWorkload {namespace}/web ")
+    assert (
+        f"managed workload {namespace}/api is being driven by another-host/4242/driver (lease "
+        f"{namespace}/rollout-plus.api valid for"
+    ) in row(f"ManagedWorkload {namespace}/api ")
+
+    result = run_plugin("drain", target, "--surge", "--timeout", "6s", kubeconfig=kubeconfig)
+
+    assert result.returncode == 1
+    assert f"ManagedWorkload {namespace}/web not surged: it is in the middle of a rollout" in result.stderr
+    assert f"ManagedWorkload {namespace}/api not surged: managed workload {namespace}/api is being driven" in (
+        result.stderr
+    )
+    assert "the drain waits for its PDB" in result.stderr
+    for name, replica_set in (("web", web), ("api", api)):
+        assert rs_replicas(cluster, namespace, replica_set) == 1
+        assert rs_surge_labels(cluster, namespace, replica_set) == {}
+        assert recorded_replicas(cluster, namespace, name) == 1
+    assert cluster.coordination.read_namespaced_lease("rollout-plus.api", namespace).spec.holder_identity == (
+        "another-host/4242/driver"
+    )
 
 
 # --- what cannot surge ----------------------------------------------------------------------------
