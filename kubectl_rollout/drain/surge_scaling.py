@@ -709,15 +709,20 @@ class SurgeSession:
                 return
             for key in surged.pods:
                 self._by_pod.pop(key, None)
-            outcome = restore(
-                self.cluster,
-                surged.ref.namespace,
-                surged.object_name,
-                expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
-                kind=surged.kind,
-            )
-            if surged.keeper is not None:
-                surged.keeper.stop()
+            try:
+                outcome = restore(
+                    self.cluster,
+                    surged.ref.namespace,
+                    surged.object_name,
+                    expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
+                    kind=surged.kind,
+                )
+            finally:
+                # Released even when the restore failed: the record stays for the next drain, uncordon or resume,
+                # which restore it once the Lease is free; a Lease renewed on (in a long-lived agent) would keep
+                # them, and a managed workload's apply and scale, out for as long as the process lives.
+                if surged.keeper is not None:
+                    surged.keeper.stop()
         replicas = outcome.replicas if outcome is not None else surged.original
         count_restored = outcome.count_restored if outcome is not None else False
         self.emit(
