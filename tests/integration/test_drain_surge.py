@@ -357,7 +357,7 @@ def recorded_replicas(cluster: Cluster, namespace: str, name: str) -> int:
     return managed_record.read(cluster, namespace, name).spec.replicas
 
 
-def test_managed_workload_one_replica_blocks_without_surge(
+def test_managed_workload_one_replica_blocks_without_surge_and_plans_a_surge_of_one(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
     target, spare = dedicated_nodes(2)
@@ -370,6 +370,14 @@ def test_managed_workload_one_replica_blocks_without_surge(
     assert "--surge" in result.stderr  # the hint
     assert rs_replicas(cluster, namespace, replica_set) == 1
     assert rs_surge_labels(cluster, namespace, replica_set) == {}
+
+    plan = run_plugin("drain", target, "--surge", "--plan", kubeconfig=kubeconfig)
+
+    assert plan.returncode == 0, plan.stderr
+    (row,) = [line for line in plan.stdout.splitlines() if line.strip().startswith(f"ManagedWorkload {namespace}/web ")]
+    assert "+1" in row
+    assert "surge by 1 (from 1 to 2 replicas)" in row
+    assert rs_replicas(cluster, namespace, replica_set) == 1
 
 
 def test_managed_workload_surges_through_its_replica_set_and_refuses_spec_changes_meanwhile(
