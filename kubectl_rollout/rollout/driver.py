@@ -145,6 +145,9 @@ class RolloutDriver:
         self._awaited_generation = 0
         #: PDB uid -> (status resourceVersion, disruptions already spent against it)
         self._spent: dict[str, tuple[str, int]] = {}
+        #: the hold last reported (ScaleDownHeldByPdb), None once a pass held nothing: every watch event wakes
+        #: a pass, and a hold that did not change is not news
+        self._reported_hold: ev.ScaleDownHeldByPdb | None = None
         #: what made this pass's ReplicaFailure condition, if a new pod did
         self._failure: _PodFailure | None = None
         #: the conditions as last reported (ConditionChanged)
@@ -451,6 +454,7 @@ class RolloutDriver:
         self, actions: list[Action], managed: list[Any], new: Any, pdbs: WatchedCollection | None, template: Any
     ) -> list[Action]:
         """Never shrink old ReplicaSets by more than the PDBs over the workload's pods allow right now."""
+        previous_hold, self._reported_hold = self._reported_hold, None
         if pdbs is None:
             return actions
         sizes = {rs.name: rs.replicas for rs in managed}
@@ -489,8 +493,10 @@ class RolloutDriver:
                         allowed=sizes[action.name] - cut,
                     )
                 )
-        if held:
-            self.emit(ev.ScaleDownHeldByPdb(workload=self.name, pdbs=rooms, held=tuple(held)))
+        hold = ev.ScaleDownHeldByPdb(workload=self.name, pdbs=rooms, held=tuple(held)) if held else None
+        if hold is not None and hold != previous_hold:
+            self.emit(hold)
+        self._reported_hold = hold
         return kept
 
     def _pdb_room(self, budget: Any) -> ev.PdbRoom:
