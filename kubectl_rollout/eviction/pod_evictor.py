@@ -303,10 +303,6 @@ class PodEvictor:
                     admitted = self._wait_in_line(state, state.pdbs, selecting[0])
         # Paused while it queued for its PDB: it waits (holding its place) like every other pod.
         self._hold_while_paused(state)
-        state.count += 1
-        self.emit(
-            ev.EvictionStarted(pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run)
-        )
         self._take_slot()
         try:
             # Paused while it waited for a slot: it holds here, slot and all, like every other pod.
@@ -316,6 +312,11 @@ class PodEvictor:
             if admitted is not None:
                 admitted(accepted=False)
             raise
+        # Said once the pod holds a slot (--max-concurrent-evictions): until then it is queued, not evicting.
+        state.count += 1
+        self.emit(
+            ev.EvictionStarted(pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run)
+        )
         try:
             with self._lanes.lane(budget):
                 self._request_removal(state.current)

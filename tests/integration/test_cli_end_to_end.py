@@ -18,7 +18,7 @@ import yaml
 from cluster_setup import deploy
 from invariants import PodCensus
 from kubernetes import watch
-from plugin import run_plugin
+from plugin import events, run_plugin
 
 from kubectl_rollout.kube.cluster_access import Cluster
 
@@ -156,13 +156,25 @@ def test_max_concurrent_evictions_bounds_the_pods_terminating_at_once(
 
     thread = threading.Thread(target=follow, daemon=True)
     thread.start()
-    result = run_plugin("drain", target, "--max-concurrent-evictions", "2", "--timeout", "90s", kubeconfig=kubeconfig)
+    result = run_plugin(
+        "drain", target, "--max-concurrent-evictions", "2", "--timeout", "90s", "-o", "jsonl", kubeconfig=kubeconfig
+    )
     stream.stop()
     thread.join(10)
 
     assert result.returncode == 0, result.stderr
-    assert sum(line.endswith(" evicted") for line in result.stdout.splitlines()) == 6
+    assert sum(e["type"] == "PodEvicted" for e in events(result)) == 6
     assert most[0] == 2
+    # The events agree with the cluster: a pod is "evicting" only once it holds one of the 2 slots.
+    evicting: set[str] = set()
+    most_said = 0
+    for event in events(result):
+        if event["type"] == "EvictionStarted":
+            evicting.add(event["pod"]["name"])
+        elif event["type"] == "PodGone":
+            evicting.discard(event["pod"]["name"])
+        most_said = max(most_said, len(evicting))
+    assert most_said == 2
 
 
 @pytest.mark.parametrize(
