@@ -75,24 +75,42 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
         else:
             needed.append(Permission("create", "pods", subresource="eviction"))
     if options.surge:
-        needed += [
-            Permission("get", "replicasets", group="apps"),
-            Permission("list", "replicasets", group="apps"),
-            Permission("get", "deployments", group="apps"),
-            Permission("list", "horizontalpodautoscalers", group="autoscaling"),
-            # a managed workload's record (its spec and status) and its driver's Lease
-            Permission("get", "configmaps"),
-            Permission("get", "leases", group="coordination.k8s.io"),
-        ]
-        if not read_only and options.dry_run is DryRun.NONE:
-            needed += [
-                Permission("list", "deployments", group="apps"),
-                Permission("patch", "deployments", group="apps"),
-                # a managed workload is surged through its ReplicaSet
-                Permission("patch", "replicasets", group="apps"),
-                Permission("create", "leases", group="coordination.k8s.io"),
-                Permission("update", "leases", group="coordination.k8s.io"),
-            ]
+        needed += surge_permissions(plan_only=read_only or options.dry_run is not DryRun.NONE)
+    return needed
+
+
+def surge_permissions(*, plan_only: bool) -> list[Permission]:
+    """What ``--surge`` needs beside a drain's own (docs/rbac/drain-surge.yaml); ``plan_only``: what planning
+    the surges reads (``--plan``, ``--dry-run``). Every verb a surge calls is here, so that a missing one
+    stops the drain before its cordon instead of in the middle of a surge."""
+    needed = [
+        # a drained pod's ReplicaSet leads to its Deployment or managed workload
+        Permission("get", "replicasets", group="apps"),
+        Permission("get", "deployments", group="apps"),
+        # a HorizontalPodAutoscaler on the workload means no surge
+        Permission("list", "horizontalpodautoscalers", group="autoscaling"),
+        # a managed workload's record (its spec and status), its ReplicaSets (listed by label) and its driver's Lease
+        Permission("get", "configmaps"),
+        Permission("list", "replicasets", group="apps"),
+        Permission("get", "leases", group="coordination.k8s.io"),
+    ]
+    if plan_only:
+        return needed
+    needed += [
+        # the leftovers of killed surge drains, listed across all namespaces by label (ReplicaSets: above)
+        Permission("list", "deployments", group="apps"),
+        # the count raised with its record, lowered per eviction and restored (a managed workload's: its
+        # ReplicaSet's), and the raised object watched until the extra pods are Ready
+        Permission("patch", "deployments", group="apps"),
+        Permission("watch", "deployments", group="apps"),
+        Permission("patch", "replicasets", group="apps"),
+        Permission("watch", "replicasets", group="apps"),
+        # the surge's Lease (a managed workload's: its driver's), taken, renewed, and given back after the
+        # restore: a Lease left to lapse would hold off a managed workload's apply and scale for its 15 s
+        Permission("create", "leases", group="coordination.k8s.io"),
+        Permission("update", "leases", group="coordination.k8s.io"),
+        Permission("delete", "leases", group="coordination.k8s.io"),
+    ]
     return needed
 
 
