@@ -11,6 +11,7 @@ import copy
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,15 @@ import pytest
 import watching
 import yaml
 from cluster_setup import deploy
+from integration.test_drain import add_pdb, by_type, drain, pods_on
+from integration.test_drain_surge import (
+    managed_one_replica,
+    one_replica_min_available_one,
+    replicas_of,
+    rs_replicas,
+    rs_surge_labels,
+    surge_labels,
+)
 from kubernetes import client
 from plugin import run_plugin
 
@@ -31,9 +41,24 @@ RBAC = ROOT / "docs" / "rbac"
 MakeKubeconfig = Callable[..., Path]
 
 
-def role_document(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load((RBAC / f"{name}.yaml").read_text())
+def role_document(*names: str) -> dict[str, Any]:
+    """docs/rbac/NAME.yaml; of several names, one Role with all their rules: what binding them side by side grants."""
+    documents = [yaml.safe_load((RBAC / f"{name}.yaml").read_text()) for name in names]
+    assert len({d["kind"] for d in documents}) == 1, f"{names}: a Role and a ClusterRole do not add up to one"
+    document: dict[str, Any] = {**documents[0], "rules": [rule for d in documents for rule in d["rules"]]}
     return document
+
+
+def granted(name: str) -> list[Any]:
+    """Every verb docs/rbac/NAME.yaml grants, as test parameters: (resource, verb, the resource as a refusal names
+    it, e.g. ``deployments.apps``)."""
+    return [
+        pytest.param(resource, verb, f"{resource}.{group}" if group else resource, id=f"{verb}-{resource}")
+        for rule in role_document(name)["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    ]
 
 
 def without(document: dict[str, Any], resource: str, verb: str) -> dict[str, Any]:
@@ -334,3 +359,98 @@ def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
         f'cannot delete daemonsets.apps "agent" is forbidden: User "system:serviceaccount:{namespace}:' in result.stderr
     )
     assert f'cannot get resource "daemonsets" in API group "apps" in the namespace "{namespace}"' in result.stderr
+
+
+# --- surge drains: drain.yaml and drain-surge.yaml bound side by side ------------------------------
+
+
+@dataclass(frozen=True)
+class SurgeTarget:
+    """What a surge drain raises (a Deployment, or a managed workload's ReplicaSet) and the Lease it holds."""
+
+    #: the raised object's count and surge labels, as they are now
+    count_and_labels: Callable[[], tuple[int, dict[str, str]]]
+    lease: str
+
+
+def one_replica_to_surge(
+    workload: str, cluster: Cluster, namespace: str, nodes: list[str], kubeconfig: Path, tmp_path: Path
+) -> SurgeTarget:
+    """``web``, one replica on the first node behind minAvailable 1: a Deployment, or a managed workload (made by
+    the plugin's ``apply`` as the admin), whose one pod only a surge onto the second node lets go."""
+    target, spare = nodes
+    if workload == "deployment":
+        one_replica_min_available_one(cluster, namespace, target, spare)
+        return SurgeTarget(
+            lambda: (replicas_of(cluster, namespace, "web"), surge_labels(cluster, namespace, "web")),
+            lease="rollout-plus.surge.web",
+        )
+    replica_set = managed_one_replica(cluster, namespace, target, spare, kubeconfig, tmp_path)
+    return SurgeTarget(
+        lambda: (rs_replicas(cluster, namespace, replica_set), rs_surge_labels(cluster, namespace, replica_set)),
+        lease="rollout-plus.web",  # the workload's driver Lease, which the drain holds meanwhile
+    )
+
+
+@pytest.mark.parametrize("workload", ["deployment", "managed-workload"])
+def test_a_surge_drain_works_with_exactly_the_two_documented_cluster_roles(
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+    kubeconfig_for: MakeKubeconfig,
+    tmp_path: Path,
+    workload: str,
+) -> None:
+    nodes = dedicated_nodes(2)
+    surged = one_replica_to_surge(workload, cluster, namespace, nodes, kubeconfig, tmp_path)
+    config = kubeconfig_for(role_document("drain", "drain-surge"))
+
+    drained = drain(config, nodes[0], "--surge", "--timeout", "90s", timeout=120)
+    # uncordon first restores leftover surges: it lists Deployments and ReplicaSets of every namespace
+    uncordoned = run_plugin("uncordon", nodes[0], kubeconfig=config)
+
+    assert drained.returncode == 0, drained.stderr
+    assert "forbidden" not in drained.stderr.lower()
+    assert [e["node"] for e in by_type(drained, "NodeDrained")] == [nodes[0]]
+    # one replica behind minAvailable 1 goes no other way than by a surge
+    assert [e["count_restored"] for e in by_type(drained, "SurgeRestored")] == [True]
+    assert [p for p in pods_on(cluster, nodes[0]) if p.metadata.namespace == namespace] == []
+    assert surged.count_and_labels() == (1, {})
+    # the Lease was deleted with the restore, not left to lapse
+    with pytest.raises(client.ApiException) as lease:
+        cluster.coordination.read_namespaced_lease(surged.lease, namespace)
+    assert lease.value.status == 404
+    assert uncordoned.returncode == 0, uncordoned.stderr
+    assert cluster.core.read_node(nodes[0]).spec.unschedulable in (None, False)
+
+
+@pytest.mark.parametrize(("resource", "verb", "named"), granted("drain-surge"))
+def test_a_surge_drain_without_one_verb_of_its_role_says_which_and_changes_nothing(
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig_for: MakeKubeconfig,
+    resource: str,
+    verb: str,
+    named: str,
+) -> None:
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 1, pool=namespace)
+    add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+    config = kubeconfig_for(without(role_document("drain", "drain-surge"), resource, verb))
+
+    def unchanged() -> tuple[Any, ...]:
+        deployment = cluster.apps.read_namespaced_deployment("web", namespace)
+        node = cluster.core.read_node(target)
+        return node.spec.unschedulable, deployment.spec.replicas, deployment.metadata.labels, state(cluster, namespace)
+
+    before = unchanged()
+
+    # one node, so no room for a surge: a verb not checked up front fails this on the timeout, not by hanging
+    result = run_plugin("drain", target, "--surge", "--timeout", "20s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} {named}, which kubectl rollout-plus drain needs; nothing was changed" in line
+    assert unchanged() == before
