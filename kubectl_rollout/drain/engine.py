@@ -74,9 +74,32 @@ def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_
             needed.append(Permission("delete", "pods"))
         else:
             needed.append(Permission("create", "pods", subresource="eviction"))
+    if options.node_batch > 0 and not read_only and options.dry_run is DryRun.NONE:
+        needed += node_batch_permissions()
     if options.surge:
         needed += surge_permissions(plan_only=read_only or options.dry_run is not DryRun.NONE)
-    return needed
+    return list(dict.fromkeys(needed))  # --node-batch and --surge both read ReplicaSets: asked once
+
+
+def node_batch_permissions() -> list[Permission]:
+    """What ``--node-batch`` needs beside a drain's own (docs/rbac/drain-node-batch.yaml): between batches it
+    waits until every workload that lost a pod is fully available again (``workload_availability``). Checked
+    up front: refused after the first batch, it would stop a drain half-way, its first nodes drained."""
+    return [
+        # an evicted pod's ReplicaSet names its Deployment
+        Permission("get", "replicasets", group="apps"),
+        # each workload that lost a pod, followed on a watch until all its replicas are available
+        *(
+            Permission(verb, resource, group=group)
+            for resource, group in (
+                ("deployments", "apps"),
+                ("replicasets", "apps"),
+                ("statefulsets", "apps"),
+                ("replicationcontrollers", ""),
+            )
+            for verb in ("list", "watch")
+        ),
+    ]
 
 
 def surge_permissions(*, plan_only: bool) -> list[Permission]:

@@ -20,7 +20,7 @@ import pytest
 import watching
 import yaml
 from cluster_setup import deploy
-from integration.test_drain import add_pdb, by_type, drain, pods_on
+from integration.test_drain import add_pdb, by_type, drain, only_schedulable, pods_on
 from integration.test_drain_surge import (
     managed_one_replica,
     one_replica_min_available_one,
@@ -333,6 +333,55 @@ def test_a_drain_without_one_verb_of_the_role_says_which_and_changes_nothing(
     suffix = ".policy" if resource == "poddisruptionbudgets" else ""
     assert f"may not {verb} {resource}{suffix}" in line
     assert (cluster.core.read_node(target).spec.unschedulable, state(cluster, namespace)) == before
+
+
+def one_workload_on_each_of_two_nodes(cluster: Cluster, namespace: str, dedicated_nodes: Any) -> tuple[str, str]:
+    """Two nodes to drain one batch at a time, each with a Deployment of 2, and a spare node to take them."""
+    first, second, spare = dedicated_nodes(3)
+    with only_schedulable(cluster, first, [second, spare]):
+        deploy(cluster, namespace, "web", 2, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+    with only_schedulable(cluster, second, [first, spare]):
+        deploy(cluster, namespace, "api", 2, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
+    return first, second
+
+
+def test_a_node_batch_drain_works_with_exactly_the_two_documented_cluster_roles(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
+) -> None:
+    first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
+    config = kubeconfig_for(role_document("drain", "drain-node-batch"))
+
+    result = drain(config, first, second, "--node-batch", "1", "--timeout", "90s", timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert [e["node"] for e in by_type(result, "NodeDrained")] == [first, second]
+    # the wait between the batches, which is what this role is for, happened and saw both replicas back
+    (available,) = by_type(result, "WorkloadsAvailable")
+    assert [w["name"] for w in available["workloads"]] == ["web"]
+    assert [p for p in pods_on(cluster, first) + pods_on(cluster, second) if p.metadata.namespace == namespace] == []
+
+
+@pytest.mark.parametrize(("resource", "verb", "named"), granted("drain-node-batch"))
+def test_a_node_batch_drain_without_one_verb_of_its_role_says_which_and_changes_nothing(
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig_for: MakeKubeconfig,
+    resource: str,
+    verb: str,
+    named: str,
+) -> None:
+    first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
+    config = kubeconfig_for(without(role_document("drain", "drain-node-batch"), resource, verb))
+    before = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
+
+    result = run_plugin("drain", first, second, "--node-batch", "1", "--timeout", "60s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} {named}, which kubectl rollout-plus drain needs; nothing was changed" in line
+    after = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
+    assert after == before
 
 
 def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
