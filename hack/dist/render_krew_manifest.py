@@ -49,10 +49,16 @@ spec:
         (delete pods with --disable-eviction)
       - list/watch poddisruptionbudgets, get daemonsets
       - create events (optional: drain steps are recorded on the node)
+      - with --surge: get/list/watch/patch deployments and replicasets,
+        list horizontalpodautoscalers, get configmaps, get/create/update/delete
+        leases, in every namespace
+      - with --node-batch: get replicasets, list/watch deployments,
+        replicasets, statefulsets and replicationcontrollers
     and, for client-side rollouts, in the workload's namespace:
       - configmaps, replicasets and leases (coordination.k8s.io): all verbs
       - list/watch pods and poddisruptionbudgets
       - get/delete/create deployments (adopt and release only)
+    docs/rbac/ in the source holds each of these as a tested least-privilege Role.
   platforms:
 """
 
