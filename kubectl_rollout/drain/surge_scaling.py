@@ -165,8 +165,9 @@ def _leftover_lease(cluster: Cluster, workload: WorkloadRef | None) -> WorkloadL
 def restore_leftovers(cluster: Cluster, emit: Emit, cancel: threading.Event | None = None) -> list[ev.SurgeRestored]:
     """Restore every surge record a killed or failed drain left in the cluster, reporting each one.
 
-    A record whose drain still renews its Lease belongs to a drain that is alive and is left alone; a
-    Lease not renewed yet is waited out (at most its 15 s): a drain killed a moment ago looks alive until then.
+    A record whose drain still renews its Lease belongs to a drain that is alive and is left alone; a drain
+    killed a moment ago looks alive until its Lease lapses, so a valid Lease is watched until it is renewed
+    (alive: about 5 s) or lapses (dead: at most its 15 s), whichever comes first (``_wait_for_leases``).
     Records sit on Deployments and on managed workloads' ReplicaSets (one list each); a kind this user may not
     list is raised after the other kind's records were restored (the caller decides whether that matters).
     """
@@ -181,13 +182,24 @@ def restore_leftovers(cluster: Cluster, emit: Emit, cancel: threading.Event | No
             forbidden = forbidden or err
     workloads = {record: _leftover_workload(record) for record in records}
     leases = {record: _leftover_lease(cluster, workloads[record]) for record in records}
-    wait = max((lease.seconds_left() for lease in leases.values() if lease is not None), default=0.0)
-    if wait > 0:
-        (cancel or threading.Event()).wait(min(wait, LEASE_SECONDS) + 0.5)
+    _wait_for_leases([lease for lease in leases.values() if lease is not None], cancel or threading.Event())
     restored = [event for record in records if (event := _restore_leftover(cluster, record, workloads, leases, emit))]
     if forbidden is not None:
         raise forbidden
     return restored
+
+
+def _wait_for_leases(leases: list[WorkloadLease], cancel: threading.Event) -> None:
+    """Until every valid Lease of a record was renewed since the first look (its holder is alive) or lapsed (it
+    is not): what tells a live surge from a killed one. A live holder renews every 5 s, so another drain's
+    start waits about that long for it, not the Lease's whole 15 s."""
+    first = {lease: lease.expiry() for lease in leases}
+    undecided = [lease for lease, expiry in first.items() if expiry > time.time()]
+    deadline = time.monotonic() + LEASE_SECONDS + 0.5
+    while undecided and time.monotonic() < deadline and not cancel.wait(0.5):
+        now = time.time()
+        # still undecided: not renewed since the first look (its expiry has not moved) and not lapsed yet
+        undecided = [lease for lease in undecided if first[lease] >= lease.expiry() > now]
 
 
 def _restore_leftover(

@@ -101,15 +101,19 @@ class WorkloadLease:
             ),
         )
 
-    def seconds_left(self) -> float:
-        """How long until the lease as it stands now expires (0 when it is free or lapsed)."""
+    def expiry(self) -> float:
+        """When the lease as it stands now lapses, in seconds since the epoch (0: no lease); a renewal moves it."""
         try:
             current = call_with_retry(self.cluster.coordination.read_namespaced_lease, self.name, self.namespace)
         except ApiException as err:
             if err.status == 404:
                 return 0.0
             raise
-        return max(0.0, expires_at(current.spec) - time.time())
+        return expires_at(current.spec)
+
+    def seconds_left(self) -> float:
+        """How long until the lease as it stands now expires (0 when it is free or lapsed)."""
+        return max(0.0, self.expiry() - time.time())
 
     def held(self) -> LeaseHeld | None:
         """Who holds the lease now, if another live holder does (as ``acquire`` would say); changes nothing."""

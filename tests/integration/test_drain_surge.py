@@ -27,6 +27,7 @@ from kubernetes import client, watch
 from plugin import events, run_plugin
 
 from kubectl_rollout.drain import surge_record
+from kubectl_rollout.drain.surge_scaling import surge_lease
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.watched_collection import stop_watch
 from kubectl_rollout.kube.workload_lease import expires_at
@@ -295,6 +296,44 @@ def test_sigkill_leaves_a_record_that_the_next_drain_restores(
     assert replicas_of(cluster, namespace, "web") == replicas
     assert surge_labels(cluster, namespace, "web") == {}
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+
+
+def test_a_record_whose_lease_is_renewed_is_left_alone_without_waiting_the_lease_out(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    """Another drain surging right now: its record stays, and this command does not wait out its 15 s Lease."""
+    (node,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 2, pool=namespace)
+    labels = {surge_record.ORIGINAL: "1", surge_record.ADDED: "1", surge_record.SURGED_BY: "drain-elsewhere"}
+    cluster.apps.patch_namespaced_deployment("web", namespace, {"metadata": {"labels": labels}})
+    lease = surge_lease(cluster, namespace, "web")
+    lease.acquire()
+    stop = threading.Event()
+
+    def renew_like_a_live_drain() -> None:  # every second: a live holder, seen renewing within the first look
+        while not stop.wait(1.0):
+            lease.renew()
+
+    renewer = threading.Thread(target=renew_like_a_live_drain, daemon=True)
+    renewer.start()
+    try:
+        started = time.monotonic()
+        result = run_plugin("uncordon", node, kubeconfig=kubeconfig)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        renewer.join(5)
+        lease.release()
+        record = surge_labels(cluster, namespace, "web")
+        # no record of this test outlives it: a later drain would restore it and report it
+        cluster.apps.patch_namespaced_deployment("web", namespace, {"metadata": {"labels": dict.fromkeys(labels)}})
+
+    assert result.returncode == 0, result.stderr
+    assert "restored a surge" not in result.stderr + result.stdout
+    assert record == labels
+    assert replicas_of(cluster, namespace, "web") == 2
+    # A renewal is seen within about a second here; waiting the Lease out would take its whole 15 s.
+    assert took < 10, f"uncordon took {took:.1f}s: it waited for a live drain's Lease"
 
 
 def test_uncordon_restores_a_leftover_surge(
