@@ -216,7 +216,10 @@ class RolloutPlusApp(App[None]):
         self.push_screen(job_screen_class(kind)(job_id))
 
     def on_job_submitted(self, message: JobSubmitted) -> None:
-        """A cluster screen started a job: follow it, and open it when the person wants to watch it (a drain)."""
+        """A cluster screen started a job: follow it, and open it when the person wants to watch it (a drain).
+        The agent's answer is the job's entry: known at once (its screen's target, the Jobs list), not at the
+        next list, which a short job can outlive."""
+        self.store.update_job(message.job)
         if message.open_it:
             self.open_job(message.job.id)
         else:
