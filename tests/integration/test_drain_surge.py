@@ -101,6 +101,11 @@ def kube_events(cluster: Cluster, namespace: str, name: str) -> list[str]:
     ]
 
 
+def surge_row(plan: Any, workload: str) -> str:
+    """The row of ``--plan``'s surge table that starts with ``workload`` (not a pod's row naming a PDB of that name)."""
+    return next(line for line in plan.stdout.splitlines() if line.strip().startswith(workload))
+
+
 def one_replica_min_available_one(cluster: Cluster, namespace: str, target: str, spare: str) -> None:
     with only_schedulable(cluster, target, [spare]):
         deploy(cluster, namespace, "web", 1, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
@@ -565,10 +570,9 @@ def test_managed_workloads_mid_rollout_or_driven_are_not_surged_and_say_why(
     plan = run_plugin("drain", target, "--surge", "--plan", kubeconfig=kubeconfig)
 
     assert plan.returncode == 0, plan.stderr
-    lines = plan.stdout.splitlines()
 
     def row(workload: str) -> str:
-        return next(line for line in lines if line.strip().startswith(workload))
+        return surge_row(plan, workload)
 
     assert "in the middle of a rollout (" in row(f"ManagedWorkload {namespace}/web ")
     assert (
@@ -695,11 +699,9 @@ def test_plan_explains_each_workload_statefulset_hpa_gitops(
     result = run_plugin("drain", target, "--surge", "--plan", kubeconfig=kubeconfig)
 
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
 
     def row(workload: str) -> str:
-        # the surge table's row, not a pod's row that names the PDB of the same name
-        return next(line for line in lines if line.strip().startswith(workload))
+        return surge_row(result, workload)
 
     assert "+1" in row(f"Deployment {namespace}/web ")
     assert "surge by 1 (from 1 to 2 replicas)" in row(f"Deployment {namespace}/web ")
