@@ -103,6 +103,8 @@ def run_job(
     own = cluster is None
     try:
         cluster = cluster if cluster is not None else connect_to(spec.connection)
+        if resumed:
+            cluster.known_to_answer()  # it did, before the restart: ride out an outage, do not fail fast
         outage = outage_of(spec, cluster, emit, cancel)
         cluster.ride_out_outages(outage)
         try:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import urllib3
 from kubernetes import client, config
@@ -30,13 +29,10 @@ from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.connection_settings import ConnectionSettings as ConnectionSettings
 from kubectl_rollout.kube.connection_settings import kubeconfig_paths as kubeconfig_paths
 from kubectl_rollout.kube.errors import UserFacingError
-
-#: What to do when the local test cluster is not running (README, first command).
-LOCAL_CLUSTER_HINT = "start the local cluster with `make cluster-up` (or `make demo`) from a checkout"
-
-
-class ClusterAccessError(UserFacingError):
-    """The cluster cannot be reached, or the kubeconfig does not say how."""
+from kubectl_rollout.kube.first_contact import FirstContact, first_contact_timeout
+from kubectl_rollout.kube.unreachable import LOCAL_CLUSTER_HINT as LOCAL_CLUSTER_HINT
+from kubectl_rollout.kube.unreachable import ClusterAccessError as ClusterAccessError
+from kubectl_rollout.kube.unreachable import describe_unreachable, refused_credentials
 
 
 class _TimeoutApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
@@ -46,15 +42,35 @@ class _TimeoutApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
     side ``timeoutSeconds`` of each watch bounds them.
 
     While a job runs, ``outage`` is its ``ApiOutage``: every request of every
-    thread then rides out a server that stops answering (``api_outage``).
+    thread then rides out a server that stops answering (``api_outage``). Not
+    before the server has answered once, though: the first request asks it
+    first (``first_contact``), and a server that never answered fails the
+    command in seconds.
     """
 
-    def __init__(self, configuration: client.Configuration, request_timeout: float) -> None:
+    def __init__(self, configuration: client.Configuration, request_timeout: float, *, context: str) -> None:
         super().__init__(configuration)
         self._default_timeout = request_timeout or None
         self.outage: ApiOutage | None = None
+        self.first_contact = FirstContact(
+            server=configuration.host, context=context, timeout=first_contact_timeout(request_timeout)
+        )
+
+    def _ask_version(self, timeout: float) -> int:
+        """One GET /version, no retry, within ``timeout``: the HTTP status it got."""
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        self.update_params_for_auth(headers, [], ["BearerToken"])
+        response = self.rest_client.pool_manager.request(
+            "GET",
+            f"{self.configuration.host}/version",
+            headers=headers,
+            timeout=urllib3.Timeout(total=timeout),
+            retries=False,
+        )
+        return int(response.status)
 
     def request(self, method: str, url: str, query_params: Any = None, *args: Any, **kwargs: Any) -> Any:
+        self.first_contact.ensure(self._ask_version)
         watching = any(key == "watch" and value for key, value in query_params or [])
         if kwargs.get("_request_timeout") is None and self._default_timeout and not watching:
             kwargs["_request_timeout"] = self._default_timeout
@@ -106,6 +122,11 @@ class Cluster:
         if isinstance(self.api_client, _TimeoutApiClient):
             self.api_client.outage = outage
 
+    def known_to_answer(self) -> None:
+        """The server answered before (a job resumed after a restart): ride out its outages from the start."""
+        if isinstance(self.api_client, _TimeoutApiClient):
+            self.api_client.first_contact.mark_answered()
+
     def close(self) -> None:
         self.api_client.close()
 
@@ -123,6 +144,8 @@ def connect(settings: ConnectionSettings, environ: Mapping[str, str] | None = No
             f"no kubeconfig found ({where}); pass --kubeconfig, set KUBECONFIG, or {LOCAL_CLUSTER_HINT}"
         )
     joined = os.pathsep.join(str(p) for p in existing)
+    for path in existing:
+        _check_kubeconfig_shape(path)
     try:
         contexts, _ = config.list_kube_config_contexts(config_file=joined)
     except ConfigException as err:
@@ -154,9 +177,52 @@ def connect(settings: ConnectionSettings, environ: Mapping[str, str] | None = No
     # other retry decision (tenacity policies that know what a 429 means).
     configuration.retries = 1
     namespace = settings.namespace or context.get("context", {}).get("namespace") or "default"
-    api_client = _TimeoutApiClient(configuration, settings.request_timeout)
+    api_client = _TimeoutApiClient(configuration, settings.request_timeout, context=context_name)
     api_client.user_agent = f"kubectl-rollout-plus/{__version__}"
     return Cluster(api_client=api_client, context=context_name, server=configuration.host, namespace=namespace)
+
+
+#: the sections of a kubeconfig that hold lists of named entries
+_NAMED_SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
+
+
+def _check_kubeconfig_shape(path: Path) -> None:
+    """Refuse, naming the file, what is not a kubeconfig at all (a password file, a YAML list).
+
+    The client would fail deep inside with a TypeError that names neither.
+    """
+    import yaml
+
+    def refuse(why: str) -> ClusterAccessError:
+        return ClusterAccessError(
+            f"{path} is not a kubeconfig: {why}; point --kubeconfig or KUBECONFIG at a kubeconfig file "
+            "(kubectl config view shows the one kubectl uses)"
+        )
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise refuse(f"cannot read it ({err})") from err
+    except yaml.YAMLError as err:
+        raise refuse(f"it is not YAML ({' '.join(str(err).split())[:120]})") from err
+    if document is None:
+        return  # an empty file: kubectl reads it as an empty config, and so does the context check after this
+    if not isinstance(document, dict):
+        shape = "plain text" if isinstance(document, str) else f"a YAML {type(document).__name__}"
+        raise refuse(f"it is {shape}, not a mapping with clusters, users and contexts")
+    for section, key in _NAMED_SECTIONS.items():
+        entries = document.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise refuse(f"{section} must be a list (found {type(entries).__name__})")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise refuse(f"{section}[{index}] is not a named entry ({{name: ..., {key}: ...}})")
+            if not isinstance(entry.get(key) or {}, dict):
+                raise refuse(f"{section}[{index}].{key} is not a mapping")
+    if not isinstance(document.get("current-context") or "", str):
+        raise refuse("current-context is not a string")
 
 
 def _first_current_context(paths: list[Path]) -> str | None:
@@ -171,34 +237,14 @@ def _first_current_context(paths: list[Path]) -> str | None:
 
 def describe_transport_failure(err: BaseException, cluster: Cluster) -> UserFacingError:
     """Turn a connection or authentication failure into one actionable line."""
-    where = f'the Kubernetes API server at {cluster.server} (context "{cluster.context}")'
     if isinstance(err, ApiException):
         if err.status == 401:
-            return ClusterAccessError(
-                f"{where} rejected the credentials (401 Unauthorized); refresh them in your kubeconfig and retry"
-            )
-        return ClusterAccessError(f"{where} answered {err.status} {err.reason}: {api_message(err)}")
-    reason = getattr(err, "reason", None) or err
-    text = str(reason)
-    if "CERTIFICATE_VERIFY_FAILED" in text or isinstance(reason, urllib3.exceptions.SSLError):
+            return refused_credentials(cluster.server, cluster.context)
         return ClusterAccessError(
-            f"TLS verification with {where} failed ({_short(text)}); "
-            "check certificate-authority-data in your kubeconfig"
+            f'the Kubernetes API server at {cluster.server} (context "{cluster.context}") answered '
+            f"{err.status} {err.reason}: {api_message(err)}"
         )
-    host = urlsplit(cluster.server).hostname or ""
-    hint = (
-        LOCAL_CLUSTER_HINT
-        if host in ("127.0.0.1", "localhost", "::1")
-        else ("check that the cluster is up and reachable from here (VPN, proxy, firewall)")
-    )
-    if "refused" in text.lower():
-        return ClusterAccessError(f"cannot reach {where}: connection refused; {hint}")
-    # urllib3's NewConnectionError (DNS, no route) subclasses its ConnectTimeoutError.
-    if isinstance(reason, urllib3.exceptions.NewConnectionError):
-        return ClusterAccessError(f"cannot reach {where}: {_short(text)}; {hint}")
-    if "timed out" in text.lower() or isinstance(reason, urllib3.exceptions.TimeoutError):
-        return ClusterAccessError(f"{where} did not answer in time; check --request-timeout and your network")
-    return ClusterAccessError(f"cannot reach {where}: {_short(text)}; {hint}")
+    return describe_unreachable(err, server=cluster.server, context=cluster.context)
 
 
 def describe_api_error(err: ApiException) -> str:
@@ -220,8 +266,3 @@ def api_message(err: ApiException) -> str:
         return str(json.loads(err.body or "").get("message", err.body))
     except (TypeError, ValueError):
         return str(err.body or err.reason)
-
-
-def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
