@@ -17,7 +17,7 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from kubectl_rollout.cli.options import Group
+from kubectl_rollout.cli.options import Group, accept_connection_flags
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,10 @@ class LazyGroup(Group):
             command = self.lazy_commands[cmd_name].load()
             # Registered under the registry's name, whatever the command calls itself.
             self.commands[cmd_name] = command
-        return self.commands.get(cmd_name)
+        found = self.commands.get(cmd_name)
+        if found is not None:
+            accept_connection_flags(found)
+        return found
 
     def _visible(self, ctx: click.Context) -> list[str]:
         """Names of the commands to show; a command not imported yet is visible (the registry has no hidden ones)."""
