@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.shell_completion import CompletionItem
 
+from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, NON_NEGATIVE_INT64, OBJECT_NAME, count
 from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
 from kubectl_rollout.jobs import next_steps
@@ -120,7 +121,7 @@ _selector_option = click.option(
 
 
 @click.command()
-@click.argument("nodes", nargs=-1, shell_complete=_complete_nodes)
+@click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=_complete_nodes)
 @_selector_option
 @click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
 @click.option(
@@ -131,7 +132,7 @@ _selector_option = click.option(
 @click.option("--force", is_flag=True, help="Continue even if there are pods that do not declare a controller.")
 @click.option(
     "--grace-period",
-    type=int,
+    type=GRACE_PERIOD,
     default=-1,
     show_default=True,
     help="Period of time in seconds given to each pod to terminate gracefully. If negative, the default "
@@ -160,7 +161,7 @@ _selector_option = click.option(
 )
 @click.option(
     "--skip-wait-for-delete-timeout",
-    type=click.IntRange(min=0),
+    type=NON_NEGATIVE_INT64,
     default=0,
     show_default=True,
     help="If pod DeletionTimestamp older than N seconds, skip waiting for the pod. Seconds must be greater "
@@ -168,7 +169,7 @@ _selector_option = click.option(
 )
 @click.option(
     "--chunk-size",
-    type=click.IntRange(min=0),
+    type=NON_NEGATIVE_INT64,
     default=500,
     show_default=True,
     help="Return large lists in chunks rather than all at once. Pass 0 to disable.",
@@ -176,18 +177,18 @@ _selector_option = click.option(
 @_dry_run_option
 @click.option(
     "--max-concurrent-evictions",
-    type=click.IntRange(min=0),
+    type=count(at_least=0),
     default=50,
     show_default=True,
     help="Evictions in flight at once (requested, pod not gone yet). 0 means no limit, like kubectl.",
 )
 @click.option(
     "--node-batch",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
+    type=count(at_least=1),
+    default=None,
+    metavar="N",
     help="Drain N nodes at a time; before the next batch, wait until every workload that lost a pod is "
-    "fully available again. 0: cordon all nodes first, then drain them one by one (kubectl).",
+    "fully available again. Without it: cordon all nodes first, then drain them one by one (kubectl).",
 )
 @click.option(
     "--uncordon-on-failure",
@@ -255,7 +256,7 @@ def drain(
     chunk_size: int,
     dry_run: str,
     max_concurrent_evictions: int,
-    node_batch: int,
+    node_batch: int | None,
     uncordon_on_failure: bool,
     surge: bool,
     surge_max: str | None,
@@ -312,7 +313,7 @@ def drain(
         chunk_size=chunk_size,
         dry_run=DryRun(dry_run),
         max_concurrent_evictions=max_concurrent_evictions,
-        node_batch=node_batch,
+        node_batch=node_batch or 0,
         uncordon_on_failure=uncordon_on_failure,
         surge=surge,
         surge_max=surge_max or DrainOptions.surge_max,
@@ -382,7 +383,7 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     verb = "cordon" if cordoned else "uncordon"
 
     @click.command(name=name)
-    @click.argument("nodes", nargs=-1, shell_complete=_complete_nodes)
+    @click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=_complete_nodes)
     @_selector_option
     @_dry_run_option
     @global_options

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, OBJECT_NAME, REPLICAS, REVISION, count
 from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
@@ -77,7 +78,7 @@ def _drive_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--fail-after-restarts",
-            type=click.IntRange(min=1),
+            type=count(at_least=1),
             default=3,
             show_default=True,
             help="Fail the rollout once a new pod crash-loops this many restarts (image pull failures fail at once).",
@@ -200,7 +201,7 @@ def set_group() -> None:
 
 
 @set_group.command("image")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @click.argument("images", nargs=-1, required=True, metavar="CONTAINER=IMAGE...")
 @_drive_options
 @global_options
@@ -220,8 +221,13 @@ def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **optio
 
 
 @click.command("scale")
-@click.argument("name")
-@click.option("--replicas", type=int, required=True, help="The new number of replicas.")
+@click.argument("name", type=OBJECT_NAME)
+@click.option(
+    "--replicas",
+    type=REPLICAS,
+    required=True,
+    help="The new number of replicas (0 to 2147483647, an int32 as in the API).",
+)
 @_drive_options
 @global_options
 @click.pass_context
@@ -238,7 +244,7 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
 @click.argument("name", metavar="NAME | KIND/NAME")
 @click.option(
     "--grace-period",
-    type=int,
+    type=GRACE_PERIOD,
     default=-1,
     show_default=True,
     help="KIND/NAME only: seconds each evicted pod gets to stop; -1 uses the pod's own.",
@@ -308,7 +314,7 @@ def restart(
 
 
 @click.command("pause")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @global_options
 @click.pass_context
 def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
@@ -320,7 +326,7 @@ def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
 
 
 @click.command("resume")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @_drive_options
 @global_options
 @click.pass_context
@@ -332,7 +338,7 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
 
 
 @click.command("status")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @click.option("-w", "--watch", is_flag=True, help="Follow (and drive, if no one else does) until the rollout ends.")
 @click.option("--timeout", default=None, callback=_duration, metavar="DURATION", help="Stop watching after this long.")
 @click.option(
@@ -393,8 +399,8 @@ def status(
 
 
 @click.command("history")
-@click.argument("name")
-@click.option("--revision", type=int, default=0, help="Show the pod template of this revision.")
+@click.argument("name", type=OBJECT_NAME)
+@click.option("--revision", type=REVISION, default=0, help="Show the pod template of this revision.")
 @global_options
 @click.pass_context
 def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> None:
@@ -422,8 +428,8 @@ def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> No
 
 
 @click.command("undo")
-@click.argument("name")
-@click.option("--to-revision", type=int, default=0, help="The revision to return to (default: the previous one).")
+@click.argument("name", type=OBJECT_NAME)
+@click.option("--to-revision", type=REVISION, default=0, help="The revision to return to (default: the previous one).")
 @_drive_options
 @global_options
 @click.pass_context
@@ -435,7 +441,7 @@ def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> 
 
 
 @click.command("delete")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @global_options
 @click.pass_context
 def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
@@ -486,7 +492,7 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
 
 
 @click.command("release")
-@click.argument("name")
+@click.argument("name", type=OBJECT_NAME)
 @global_options
 @click.pass_context
 def release(ctx: click.Context, /, name: str, **flags: Any) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from kubectl_rollout.kube.api_bounds import MAX_DURATION_SECONDS
+
 _UNIT_SECONDS = {
     "ns": 1e-9,
     "us": 1e-6,
@@ -23,7 +25,8 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 def parse_duration(text: str) -> float:
     """Return ``text`` in seconds; raise ``ValueError`` naming the bad input.
 
-    Negative durations are refused: no flag of ours means anything by them.
+    Negative durations are refused: no flag of ours means anything by them; so
+    are durations longer than Go's (and kubectl's) longest, about 292 years.
     """
     raw = text.strip()
     if not raw:
@@ -31,7 +34,7 @@ def parse_duration(text: str) -> float:
     if raw.startswith("-"):
         raise ValueError(f"negative duration {text!r}; use 0 or a positive value like 30s")
     if re.fullmatch(r"\d+", raw):
-        return float(raw)
+        return _within_bounds(float(raw), text)
     position = 0
     total = 0.0
     for match in _PART.finditer(raw):
@@ -41,7 +44,13 @@ def parse_duration(text: str) -> float:
         position = match.end()
     if position != len(raw) or position == 0:
         raise ValueError(f"invalid duration {text!r}; use a number of seconds or a value like 30s, 2m or 1h30m")
-    return total
+    return _within_bounds(total, text)
+
+
+def _within_bounds(seconds: float, text: str) -> float:
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(f"duration {text!r} is too long; the longest is {go_duration(MAX_DURATION_SECONDS)}")
+    return seconds
 
 
 def _fraction(value: int, digits: int) -> str:

@@ -24,6 +24,7 @@ from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attemp
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.kube.api_bounds import INT32_MAX
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
@@ -160,8 +161,9 @@ def set_image(
 
 def scale(cluster: Cluster, namespace: str, name: str, replicas: int, emit: Emit) -> SpecChangeResult:
     """Set the number of replicas (mid-rollout, the driver scales proportionally, like the controller)."""
-    if replicas < 0:
-        raise UsageError(f"--replicas must be 0 or more, not {replicas}")
+    if not 0 <= replicas <= INT32_MAX:
+        # The API server takes an int32 here; a larger count written to a ReplicaSet would wrap around.
+        raise UsageError(f"--replicas must be from 0 to {INT32_MAX}, not {replicas}; nothing was changed")
 
     def mutate(manifest: dict[str, Any], _record: Record) -> None:
         manifest["spec"]["replicas"] = replicas

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_rollout.kube.api_bounds import INT32_MAX
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.label_selectors import selector_matches_dict
 from kubectl_rollout.kube.names import DNS_SUBDOMAIN
@@ -73,6 +74,8 @@ def _int_or_percent(value: Any, path: str, errors: list[str], *, at_most_100: bo
     if isinstance(value, int):
         if value < 0:
             errors.append(f"{path}: Invalid value: {value}: must be greater than or equal to 0")
+        elif value > INT32_MAX:
+            errors.append(f"{path}: Invalid value: {value}: must be less than or equal to {INT32_MAX} (an int32)")
         return
     found = _PERCENT.match(value)
     if found is None:
@@ -94,6 +97,10 @@ def _non_negative_int(document: Mapping[str, Any], key: str, default: int, path:
         return default
     if value < 0:
         errors.append(f"{path}: Invalid value: {value}: must be greater than or equal to 0")
+    elif value > INT32_MAX:
+        # The API server's decoder refuses it (an int32 field); a ReplicaSet written from it would wrap.
+        errors.append(f"{path}: Invalid value: {value}: must be less than or equal to {INT32_MAX} (an int32)")
+        return default
     return value
 
 

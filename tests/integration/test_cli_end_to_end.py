@@ -182,6 +182,7 @@ def test_max_concurrent_evictions_bounds_the_pods_terminating_at_once(
     [
         ("--max-concurrent-evictions", "-1", "Invalid value for '--max-concurrent-evictions': -1 is not in the range"),
         ("--node-batch", "-1", "Invalid value for '--node-batch': -1 is not in the range"),
+        ("--node-batch", "0", "Invalid value for '--node-batch': 0 is not in the range"),
         ("--chunk-size", "-5", "Invalid value for '--chunk-size': -5 is not in the range"),
         ("--chunk-size", "lots", "Invalid value for '--chunk-size': 'lots' is not a valid integer"),
         ("--timeout", "soon", "invalid duration 'soon'"),
@@ -201,13 +202,11 @@ def test_bad_drain_flags_are_refused_before_anything_changes(
     assert node_spec(cluster, target) == before
 
 
-def test_node_batch_zero_is_kubectls_order_all_cordoned_first(
+def test_without_node_batch_is_kubectls_order_all_cordoned_first(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     nodes = dedicated_nodes(2)
-    result = run_plugin(
-        "drain", "-l", f"{manifests.POOL_LABEL}={namespace}", "--node-batch", "0", "-o", "jsonl", kubeconfig=kubeconfig
-    )
+    result = run_plugin("drain", "-l", f"{manifests.POOL_LABEL}={namespace}", "-o", "jsonl", kubeconfig=kubeconfig)
     assert result.returncode == 0, result.stderr
     kinds = [json.loads(line)["type"] for line in result.stdout.splitlines() if line.startswith("{")]
     assert "BatchStarted" not in kinds
