@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -77,23 +78,60 @@ def _options(params: Mapping[str, Any]) -> DrainOptions | None:
     return options
 
 
+#: the longest one request of a cluster method may take when its connection sets no --request-timeout. The
+#: TUI asks again within seconds; a worker thread held by a server that stopped answering would hold up
+#: every later call instead.
+CALL_TIMEOUT = 20.0
+
+
+def bounded(connection: Connection) -> Connection:
+    """``connection`` with a request timeout: its own, or CALL_TIMEOUT where it has none."""
+    if connection.request_timeout > 0:
+        return connection
+    return dataclasses.replace(connection, request_timeout=CALL_TIMEOUT)
+
+
+def kubeconfig_fingerprint(connection: Connection) -> tuple[tuple[str, int, int, int], ...]:
+    """What changes when a kubeconfig file is rewritten (rotated credentials): inode, size, mtime per file."""
+    prints = []
+    for path in connection.kubeconfig:
+        try:
+            st = os.stat(path)
+        except OSError:
+            prints.append((path, -1, -1, -1))
+        else:
+            prints.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(prints)
+
+
 class ClusterMethods:
-    """Answers the cluster methods; one cached connection per cluster. Thread-safe."""
+    """Answers the cluster methods; one cached connection per cluster. Thread-safe.
+
+    A connection is built again when one of its kubeconfig files changes, so
+    that rotated credentials (a new token, a new client certificate) are used
+    from the next call on, without restarting the agent.
+    """
 
     def __init__(self) -> None:
-        self._clusters: dict[str, Cluster] = {}
+        self._clusters: dict[str, tuple[tuple[tuple[str, int, int, int], ...], Cluster]] = {}
         self._lock = threading.Lock()
 
     def _cluster(self, connection: Connection) -> Cluster:
         key = json.dumps(encode_value(connection), sort_keys=True)
+        fingerprint = kubeconfig_fingerprint(connection)
         with self._lock:
-            if key not in self._clusters:
-                self._clusters[key] = connect_to(connection)
-            return self._clusters[key]
+            cached = self._clusters.get(key)
+            if cached is not None and cached[0] == fingerprint:
+                return cached[1]
+            # The connection it replaces is left to the garbage collector, not closed: a call
+            # may still be using it in another thread.
+            cluster = connect_to(bounded(connection))
+            self._clusters[key] = (fingerprint, cluster)
+        return cluster
 
     def close(self) -> None:
         with self._lock:
-            for cluster in self._clusters.values():
+            for _, cluster in self._clusters.values():
                 cluster.close()
             self._clusters.clear()
 
