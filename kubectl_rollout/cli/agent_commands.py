@@ -17,6 +17,7 @@ from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import agent_paths
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.agent.settings import ENV_IDLE, Settings
+from kubectl_rollout.cli.bounded_types import count
 from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.job_commands import Sink, exit_with, follow_job, live
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
@@ -211,7 +212,7 @@ def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
 
 
 @jobs_group.command("list")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="The newest N jobs.")
+@click.option("--limit", type=count(at_least=1), default=50, show_default=True, help="The newest N jobs.")
 @_output_json
 def jobs_list(limit: int, output: str) -> None:
     """The agent's jobs, newest first."""
@@ -329,7 +330,7 @@ def _job_kind(job_id: str) -> str:
 
 @jobs_group.command("attach")
 @click.argument("job_id", metavar="ID")
-@click.option("--from-seq", type=click.IntRange(min=1), default=1, show_default=True, help="Start at this event.")
+@click.option("--from-seq", type=count(at_least=1), default=1, show_default=True, help="Start at this event.")
 @_output_events
 @click.pass_context
 def jobs_attach(ctx: click.Context, job_id: str, from_seq: int, output: str) -> None:
