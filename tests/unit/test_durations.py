@@ -35,6 +35,11 @@ def test_parses_what_kubectl_accepts(text: str, seconds: float) -> None:
         ("1.5", "invalid duration"),
         ("5s3", "invalid duration"),
         ("ten seconds", "invalid duration"),
+        ("1e400", "invalid duration"),
+        ("Infinity", "invalid duration"),
+        # Go's longest duration is 2562047h47m16.854775807s (int64 nanoseconds); kubectl refuses longer.
+        (str(2**63), "too long; the longest is 2562047h47m16s"),
+        ("2562048h", "too long"),
     ],
 )
 def test_refuses_with_a_message_naming_the_input(text: str, complaint: str) -> None:

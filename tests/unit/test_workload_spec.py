@@ -78,6 +78,19 @@ def test_defaults_are_the_api_servers() -> None:
             "spec.progressDeadlineSeconds: Invalid value: 30: must be greater than minReadySeconds",
         ),
         (manifest(revisionHistoryLimit=-2), "spec.revisionHistoryLimit: Invalid value: -2"),
+        # int32 fields: the API server's decoder refuses more; a ReplicaSet written from it would wrap around.
+        (
+            manifest(replicas=99999999999),
+            "spec.replicas: Invalid value: 99999999999: must be less than or equal to 2147483647 (an int32)",
+        ),
+        (manifest(replicas=2**31), "spec.replicas: Invalid value: 2147483648: must be less than or equal"),
+        (manifest(minReadySeconds=2**31), "spec.minReadySeconds: Invalid value: 2147483648"),
+        (manifest(progressDeadlineSeconds=2**63), "spec.progressDeadlineSeconds: Invalid value: 9223372036854775808"),
+        (manifest(revisionHistoryLimit=2**31), "spec.revisionHistoryLimit: Invalid value: 2147483648"),
+        (
+            manifest(strategy={"rollingUpdate": {"maxSurge": 2**31}}),
+            "maxSurge: Invalid value: 2147483648: must be less than or equal to 2147483647",
+        ),
         ({**BASE, "metadata": {"name": "Web_1"}}, 'metadata.name: Invalid value: "Web_1"'),
     ],
 )
