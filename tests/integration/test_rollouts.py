@@ -769,8 +769,12 @@ def test_a_driver_killed_mid_rollout_is_finished_by_the_next_one(
             "must not be greater than 100%",
         ),
         (lambda d: d["spec"].update(replicas=-3), "spec.replicas: Invalid value: -3"),
+        (
+            lambda d: d["spec"].update(replicas=99999999999),
+            "spec.replicas: Invalid value: 99999999999: must be less than or equal to 2147483647",
+        ),
     ],
-    ids=["not-a-deployment", "selector", "both-zero", "over-100-percent", "negative-replicas"],
+    ids=["not-a-deployment", "selector", "both-zero", "over-100-percent", "negative-replicas", "past-int32"],
 )
 def test_invalid_manifests_change_nothing(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, change: Any, message: str
@@ -790,6 +794,33 @@ def test_invalid_manifests_change_nothing(
         == []
     )
     assert cluster.apps.list_namespaced_replica_set(namespace).items == []
+
+
+def replica_set_counts(cluster: Cluster, namespace: str) -> list[tuple[str, int]]:
+    return [(rs.metadata.name, rs.spec.replicas) for rs in cluster.apps.list_namespaced_replica_set(namespace).items]
+
+
+@pytest.mark.parametrize("replicas", ["99999999999", str(2**31), "-1", "many"])
+def test_scale_past_int32_is_refused_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, replicas: str
+) -> None:
+    # 99999999999 was accepted once: the ReplicaSet's count wrapped to 1,215,752,191 and pods flooded in.
+    assert apply(kubeconfig, namespace, workload("web", 2), tmp_path).returncode == 0
+    record_before = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace).data
+    sets_before = [
+        (rs.metadata.name, rs.spec.replicas) for rs in cluster.apps.list_namespaced_replica_set(namespace).items
+    ]
+
+    result = run_plugin("scale", "web", "--replicas", replicas, "-n", namespace, kubeconfig=kubeconfig)
+
+    assert result.returncode == 2, result.stderr
+    assert "Invalid value for '--replicas'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert cluster.core.read_namespaced_config_map("rollout-plus.web", namespace).data == record_before
+    sets_after = [
+        (rs.metadata.name, rs.spec.replicas) for rs in cluster.apps.list_namespaced_replica_set(namespace).items
+    ]
+    assert sets_after == sets_before
 
 
 def test_a_changed_selector_is_refused_and_changes_nothing(
