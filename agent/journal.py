@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.agent.protocol import JobInfo
+from kubectl_rollout.agent.protocol import ABRIDGED_TEXT, JobInfo, cut
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobState
 from kubectl_rollout.jobs.spec import JobResult, JobSpec
@@ -201,7 +201,7 @@ class Journal:
     @staticmethod
     def _info(row: tuple[object, ...]) -> JobInfo:
         spec = json.loads(str(row[3]))
-        connection = spec.get("connection", {})
+        connection = spec.get("connection") or {}
         return JobInfo(
             id=str(row[0]),
             kind=str(row[1]),
@@ -235,6 +235,41 @@ class Journal:
                 f"SELECT {self._JOB_COLUMNS} FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,)
             ).fetchall()
         return [self._info(row) for row in rows]
+
+    def summaries(self, *, limit: int = 100) -> list[JobInfo]:
+        """The newest ``limit`` jobs as ``list`` answers them (``JobInfo.abridge``), newest first.
+
+        Read abridged from SQLite: a thousand jobs with megabyte specs never come into memory whole.
+        """
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT id, kind, substr(target, 1, :n), json_object(
+                       'kind', json_extract(spec, '$.kind'), 'version', json_extract(spec, '$.version'),
+                       'connection', json(json_extract(spec, '$.connection'))),
+                     state, created_at, started_at, finished_at, exit_code, substr(summary, 1, :n),
+                     substr(error, 1, :n), runs, cancel_requested,
+                     (SELECT COALESCE(MAX(seq), 0) FROM events WHERE events.job = jobs.id), paused,
+                     substr(submitted_by, 1, :n), length(target), length(summary), length(error)
+                   FROM jobs ORDER BY created_at DESC LIMIT :limit""",
+                {"n": ABRIDGED_TEXT, "limit": limit},
+            ).fetchall()
+        infos = []
+        for row in rows:
+            info = self._info(row[:16])
+            lengths = row[16:]
+            infos.append(
+                JobInfo(
+                    **{
+                        **info.as_dict(),
+                        "spec": {k: v for k, v in info.spec.items() if v is not None},
+                        "target": cut(info.target, ABRIDGED_TEXT, length=int(lengths[0])),
+                        "summary": cut(info.summary, ABRIDGED_TEXT, length=int(lengths[1])),
+                        "error": cut(info.error, ABRIDGED_TEXT, length=int(lengths[2])),
+                        "abridged": True,
+                    }
+                )
+            )
+        return infos
 
     def unfinished(self) -> list[JobInfo]:
         """Jobs a crash or a stop interrupted, oldest first: the ones to resume."""

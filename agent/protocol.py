@@ -19,6 +19,9 @@ PROTOCOL_VERSION = 1
 OLDEST_ACCEPTED = 1
 #: the longest line either side reads (a job spec, a job's summary, one event)
 MAX_LINE = 4 * 1024 * 1024
+#: a request's id, echoed in its answer: a string of at most this many characters, or an integer within int64
+MAX_ID_LENGTH = 256
+ID_BOUND = 2**63 - 1
 
 
 class ErrorCode(enum.IntEnum):
@@ -38,6 +41,10 @@ class ErrorCode(enum.IntEnum):
     JOB_FINISHED = -32006
     #: the cluster refused a cluster method, or has no such object; nothing was changed
     CLUSTER_ERROR = -32007
+    #: the answer would be longer than MAX_LINE; nothing was changed by asking
+    REPLY_TOO_LARGE = -32008
+    #: a connection asked for more than its bound (attached streams at once)
+    LIMIT_REACHED = -32009
 
 
 class Method(enum.StrEnum):
@@ -79,6 +86,8 @@ class ProtocolError(AgentError):
         super().__init__(message)
         self.code = int(code)
         self.data = data
+        #: the id of the request it answers, when the request got far enough to have a readable one
+        self.request_id: int | str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,17 +135,39 @@ def encode_event(envelope_json: str) -> bytes:
     return b'{"jsonrpc":"2.0","method":"event","params":' + envelope_json.encode() + b"}\n"
 
 
-def decode(line: bytes | str) -> Message:
-    """Parse one line; a ProtocolError carries the JSON-RPC code to answer with."""
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def decode(line: bytes | str, *, strict: bool = False) -> Message:
+    """Parse one line; a ProtocolError carries the JSON-RPC code to answer with, and the id when it was read.
+
+    ``strict`` (the agent reading requests) refuses what Python's json module takes beyond JSON (``NaN``,
+    ``Infinity``) and ids past ``MAX_ID_LENGTH`` / int64.
+    """
     try:
-        body = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as err:
+        body = json.loads(line, parse_constant=_refuse_constant) if strict else json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise ProtocolError(ErrorCode.PARSE_ERROR, f"not JSON: {err}") from err
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
         raise ProtocolError(ErrorCode.INVALID_REQUEST, 'not a JSON-RPC 2.0 message (no "jsonrpc": "2.0")')
     ident = body.get("id")
     if ident is not None and (isinstance(ident, bool) or not isinstance(ident, int | str)):
         raise ProtocolError(ErrorCode.INVALID_REQUEST, "id must be a number or a string")
+    if strict and (
+        (isinstance(ident, str) and len(ident) > MAX_ID_LENGTH) or (isinstance(ident, int) and abs(ident) > ID_BOUND)
+    ):
+        raise ProtocolError(
+            ErrorCode.INVALID_REQUEST, f"id must be a string of at most {MAX_ID_LENGTH} characters or an int64"
+        )
+    try:
+        return _message(body, ident)
+    except ProtocolError as err:
+        err.request_id = ident
+        raise
+
+
+def _message(body: dict[str, Any], ident: int | str | None) -> Message:
     if "method" in body:
         method, params = body["method"], body.get("params", {})
         if not isinstance(method, str):
@@ -152,6 +183,23 @@ def decode(line: bytes | str) -> Message:
     if "result" in body:
         return Response(ident, result=body["result"])
     raise ProtocolError(ErrorCode.INVALID_REQUEST, "neither a request (method) nor a response (result or error)")
+
+
+def encode_reply(response: Response) -> bytes:
+    """``response`` as one line, or, when that line would pass MAX_LINE, a REPLY_TOO_LARGE error for its id.
+
+    The other side reads at most MAX_LINE per line: a longer one would be cut, and every line after it misread.
+    """
+    line = encode(response)
+    if len(line) <= MAX_LINE:
+        return line
+    refusal = ProtocolError(
+        ErrorCode.REPLY_TOO_LARGE,
+        f"the answer would be {len(line)} bytes, more than the protocol's line limit ({MAX_LINE}); ask for less "
+        "(list: a smaller limit; a job's whole spec: show)",
+        {"bytes": len(line), "limit": MAX_LINE},
+    )
+    return encode(Response(response.id, error=refusal))
 
 
 # --- versions ---------------------------------------------------------------------------------
@@ -189,6 +237,19 @@ def negotiate(
 
 # --- what the methods return -----------------------------------------------------------------
 
+#: the longest ``target``, ``summary`` or ``error`` in a ``list`` answer (``show`` has them whole)
+ABRIDGED_TEXT = 512
+
+
+def cut(text: str, limit: int, *, length: int | None = None) -> str:
+    """``text`` within ``limit`` characters, saying how long it was; ``length``: its whole length, when ``text``
+    is already a prefix of it (the journal reads no more than it shows)."""
+    whole = len(text) if length is None else length
+    if whole <= limit:
+        return text
+    tail = f"... ({whole} characters; see show)"
+    return text[: max(0, limit - len(tail))] + tail
+
 
 @dataclass(frozen=True, kw_only=True)
 class JobInfo:
@@ -218,6 +279,9 @@ class JobInfo:
     attached: int = 0
     #: the client that submitted it, as its hello named it, with its pid ("" for jobs journaled before it was kept)
     submitted_by: str = ""
+    #: as ``list`` answers (``Journal.summaries``): ``spec`` has its kind, version and connection only;
+    #: ``target``, ``summary`` and ``error`` are cut at ``ABRIDGED_TEXT`` characters. ``show`` has it whole
+    abridged: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
@@ -34,9 +36,11 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from kubectl_rollout import __version__
+from kubectl_rollout.agent.agent_log import OneLineFormatter, Throttle, capture_stderr, quote_controls
 from kubectl_rollout.agent.cluster_methods import (
     CLUSTER_METHODS,
     ClusterMethods,
@@ -57,14 +61,16 @@ from kubectl_rollout.agent.protocol import (
     Notice,
     Notification,
     ProtocolError,
-    Request,
     Response,
     coalesce,
+    cut,
     decode,
     encode,
     encode_event,
+    encode_reply,
     negotiate,
 )
+from kubectl_rollout.agent.request_schema import validate
 from kubectl_rollout.agent.settings import Settings
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned
@@ -83,6 +89,16 @@ SOCKET_BUFFER = 32 * 1024
 WRITE_BUFFER_HIGH = 64 * 1024
 #: how long a starting agent waits for the pid lock of one that is still exiting
 PID_LOCK_WAIT = 3.0
+#: jobs one connection may follow at once (``attach``); a client attaching should use a connection per job
+MAX_STREAMS = 8
+#: what a ``list`` answer may fill of the line limit (the rest: the envelope around the jobs)
+LIST_BUDGET = MAX_LINE - 64 * 1024
+#: worker threads answering cluster methods; a cluster that never answers holds one each until its bound
+CLUSTER_WORKERS = 8
+#: how long a stopping agent may take before it exits anyway (a worker thread stuck in a cluster call)
+STOP_GRACE = 10.0
+#: accept() errors that mean "no descriptor or buffer free now": the loop retries by itself a second later
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 Line = tuple[int, str | None, bytes]
@@ -127,6 +143,7 @@ class Connection:
         self.pid = pid
         self.stall_seconds = stall_seconds
         self.client = "?"
+        self.greeted = False
 
     def write(self, data: bytes) -> None:
         if not self.writer.is_closing():
@@ -162,11 +179,16 @@ class Agent:
         self._force_exit = False
         self.lease_holder = lease_holder_for(paths)
         self.cluster_methods = ClusterMethods()
+        # Its own pool, not asyncio's default one: asyncio.run() waits for the default pool's threads at exit,
+        # and a thread stuck in a cluster call would keep a stopped agent alive with its pid lock.
+        self._cluster_pool = concurrent.futures.ThreadPoolExecutor(CLUSTER_WORKERS, thread_name_prefix="cluster")
+        self._cluster_busy = 0
 
     # --- life cycle ------------------------------------------------------------------------
 
     async def serve(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop.set_exception_handler(_loop_exception)
         self._stopping = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             self._loop.add_signal_handler(signum, self._on_signal, signum)
@@ -189,7 +211,13 @@ class Agent:
             socket_path.unlink(missing_ok=True)
             for connection in list(self.clients):
                 connection.writer.transport.abort()
-        self.cluster_methods.close()
+        self._cluster_pool.shutdown(wait=False, cancel_futures=True)
+        if self._cluster_busy:
+            # Closing a connection a stuck call holds could wait for that call: the process exit closes it.
+            log.info("stopping with %d cluster call(s) unanswered; exiting without waiting", self._cluster_busy)
+            self._force_exit = True
+        else:
+            self.cluster_methods.close()
         if self.live:
             log.info(
                 "stopping with %d job(s) running (%s); they resume when the agent starts again",
@@ -203,8 +231,9 @@ class Agent:
         self.stop()
 
     def stop(self) -> None:
-        if self._stopping is not None:
+        if self._stopping is not None and not self._stopping.is_set():
             self._stopping.set()
+            _exit_after(STOP_GRACE)
 
     async def _watch_idle(self) -> None:
         while True:
@@ -336,7 +365,6 @@ class Agent:
         connection = Connection(writer, uid=peer.uid, pid=peer.pid, stall_seconds=self.settings.stall_seconds)
         self.clients.add(connection)
         streams: set[asyncio.Task[None]] = set()
-        greeted = False
         try:
             while True:
                 try:
@@ -348,41 +376,20 @@ class Agent:
                     break  # gone, or the agent is stopping
                 if not line:
                     break
-                try:
-                    message = decode(line)
-                except ProtocolError as err:
-                    connection.write(encode(Response(None, error=err)))
+                reply, stream = await self._answer(connection, line, streams)
+                if reply is None:
                     continue
-                if not isinstance(message, Request):
-                    continue
-                try:
-                    if message.method != Method.HELLO and not greeted:
-                        raise ProtocolError(ErrorCode.HELLO_FIRST, f"call {Method.HELLO} first, then {message.method}")
-                    if message.method == Method.ATTACH:
-                        job, next_seq, result = self._attach(message.params)
-                        connection.write(encode(Response(message.id, result=result)))
-                        follow = bool(message.params.get("follow", True))
-                        coalesced = bool(message.params.get("coalesce", False))
-                        task = asyncio.create_task(
-                            self._stream(connection, job, next_seq, follow=follow, coalesce_backlog=coalesced)
-                        )
-                        streams.add(task)
-                        task.add_done_callback(streams.discard)
-                        continue
-                    if message.method in CLUSTER_METHODS:
-                        result = await self._cluster_call(message)
-                    else:
-                        result = self._call(connection, message)
-                    greeted = greeted or message.method == Method.HELLO
-                    connection.write(encode(Response(message.id, result=result)))
-                except ProtocolError as err:
-                    connection.write(encode(Response(message.id, error=err)))
-                except Exception as err:
-                    log.exception("%s from pid %d failed", message.method, peer.pid)
-                    failure = ProtocolError(
-                        ErrorCode.INTERNAL_ERROR, f"{message.method} failed in the agent: {err}; see {self.paths.log}"
-                    )
-                    connection.write(encode(Response(message.id, error=failure)))
+                # Backpressure: the next request is read once this answer is in the socket. A client that
+                # pipelines requests and reads nothing holds one answer here, not one per request; one
+                # that takes nothing for stall_seconds is dropped (Connection.drain).
+                connection.write(reply)
+                if stream is not None:
+                    task = asyncio.create_task(stream)
+                    streams.add(task)
+                    task.add_done_callback(streams.discard)
+                await connection.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
         finally:
             for task in list(streams):
                 task.cancel()
@@ -390,37 +397,99 @@ class Agent:
             self._last_busy = time.monotonic()
             writer.close()
 
-    def _call(self, connection: Connection, request: Request) -> Any:
-        params = request.params
-        if request.method == Method.HELLO:
+    async def _answer(
+        self, connection: Connection, line: bytes, streams: set[asyncio.Task[None]]
+    ) -> tuple[bytes | None, Coroutine[Any, Any, None] | None]:
+        """The answer to one line (None: none is due), and the stream an ``attach`` starts after it."""
+        try:
+            message = decode(line, strict=True)
+        except ProtocolError as err:
+            return encode(Response(err.request_id, error=err)), None
+        if isinstance(message, Response):
+            return None, None  # clients send requests only; an answer answers nothing here
+        if isinstance(message, Notification):
+            # JSON-RPC runs a request without an id and answers nothing. Here a job started that way could not
+            # be followed, paused or cancelled by the one who asked: it is refused instead, and said so.
+            refusal = ProtocolError(
+                ErrorCode.INVALID_REQUEST,
+                f"{quote_controls(cut(message.method, 64))!r} has no id: the agent runs only requests it can "
+                'answer; nothing was run. Send it with an "id"',
+            )
+            return encode(Response(None, error=refusal)), None
+        try:
+            if message.method != Method.HELLO and not connection.greeted:
+                raise ProtocolError(
+                    ErrorCode.HELLO_FIRST, f"call {Method.HELLO} first, then {quote_controls(cut(message.method, 64))}"
+                )
+            params = validate(message.method, message.params)
+            if message.method == Method.ATTACH:
+                if len(streams) >= MAX_STREAMS:
+                    raise ProtocolError(
+                        ErrorCode.LIMIT_REACHED,
+                        f"this connection follows {len(streams)} jobs already, the most one connection may; "
+                        "attach on a connection of its own (PROTOCOL.md)",
+                        {"streams": MAX_STREAMS},
+                    )
+                job, next_seq, result = self._attach(params)
+                reply = encode_reply(Response(message.id, result=result))
+                stream = self._stream(
+                    connection, job, next_seq, follow=params["follow"], coalesce_backlog=params["coalesce"]
+                )
+                return reply, stream
+            if message.method in CLUSTER_METHODS:
+                result = await self._cluster_call(message.method, params)
+            else:
+                result = self._call(connection, message.method, params)
+            connection.greeted = connection.greeted or message.method == Method.HELLO
+            return encode_reply(Response(message.id, result=result)), None
+        except ProtocolError as err:
+            return encode(Response(message.id, error=err)), None
+        except Exception as err:
+            log.exception("%s from pid %d failed", cut(message.method, 64), connection.pid)
+            failure = ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"{cut(message.method, 64)} failed in the agent: {cut(str(err), 1024)}; see {self.paths.log}",
+            )
+            return encode(Response(message.id, error=failure)), None
+
+    def _call(self, connection: Connection, method: str, params: dict[str, Any]) -> Any:
+        """A method answered on the loop; ``params`` are checked (``request_schema.validate``)."""
+        if method == Method.HELLO:
             return self._hello(connection, params)
-        if request.method == Method.SUBMIT:
-            return self._submit(connection, params)
-        if request.method == Method.LIST:
-            limit = int(params.get("limit", 100))
-            return {"jobs": [self._with_clients(info).as_dict() for info in self.journal.jobs(limit=limit)]}
-        if request.method == Method.SHOW:
+        if method == Method.SUBMIT:
+            return self._submit(connection, params["spec"])
+        if method == Method.LIST:
+            return self._list(limit=params["limit"])
+        if method == Method.SHOW:
             return self._info(params).as_dict()
-        if request.method == Method.CANCEL:
+        if method == Method.CANCEL:
             return self._cancel(params)
-        if request.method in (Method.PAUSE, Method.RESUME):
-            return self._pause(params, paused=request.method == Method.PAUSE)
-        if request.method == Method.SHUTDOWN:
-            return self._shutdown(params)
-        if request.method == Method.ABORT:
+        if method in (Method.PAUSE, Method.RESUME):
+            return self._pause(params, paused=method == Method.PAUSE)
+        if method == Method.SHUTDOWN:
+            return self._shutdown(force=params["force"])
+        if method == Method.ABORT:
             return self._abort(params)
-        raise ProtocolError(
-            ErrorCode.METHOD_NOT_FOUND, f"no method {request.method!r}; the agent knows {', '.join(Method)}"
-        )
+        raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"no method {method!r}; the agent knows {', '.join(Method)}")
+
+    def _list(self, *, limit: int) -> dict[str, Any]:
+        """The newest jobs, abridged (``JobInfo.abridge``), as many as fit in one line: ``more`` says some did not."""
+        jobs: list[dict[str, Any]] = []
+        size = 0
+        more = False
+        for info in self.journal.summaries(limit=limit):
+            item = self._with_clients(info).as_dict()
+            length = len(json.dumps(item, separators=(",", ":"))) + 1
+            if size + length > LIST_BUDGET:
+                more = True
+                break
+            jobs.append(item)
+            size += length
+        return {"jobs": jobs, "more": more}
 
     def _hello(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
-        try:
-            client_version = int(params["protocol"])
-            client_oldest = int(params.get("oldest", client_version))
-        except (KeyError, TypeError, ValueError) as err:
-            raise ProtocolError(ErrorCode.INVALID_PARAMS, "hello needs protocol (and oldest): integers") from err
-        connection.client = str(params.get("client", "?"))
-        agreed = negotiate(client_version=client_version, client_oldest=client_oldest)
+        connection.client = params["client"]
+        agreed = negotiate(client_version=params["protocol"], client_oldest=params["oldest"])
         return {
             "protocol": agreed,
             "agent_version": __version__,
@@ -434,15 +503,11 @@ class Agent:
             "idle_seconds": self.settings.idle_seconds,
         }
 
-    def _submit(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    def _submit(self, connection: Connection, spec: JobSpec) -> dict[str, Any]:
         if self._stopping is not None and self._stopping.is_set():
             raise ProtocolError(
                 ErrorCode.SHUTTING_DOWN, "the agent is stopping; run the command again to start a new one"
             )
-        try:
-            spec = JobSpec.from_dict(params["spec"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise ProtocolError(ErrorCode.INVALID_PARAMS, f"submit needs a valid job spec: {err}") from err
         clash = conflict(spec, {job.id: frozenset(job.claims) for job in self.live.values()})
         if clash is not None:
             other, what = clash
@@ -466,7 +531,7 @@ class Agent:
         return self._info({"job": job_id}).as_dict()
 
     def _info(self, params: dict[str, Any]) -> JobInfo:
-        job_id = str(params.get("job", ""))
+        job_id = str(params["job"])
         info = self.journal.get(job_id)
         if info is None:
             raise ProtocolError(
@@ -519,12 +584,12 @@ class Agent:
         """What the running jobs drive: claim → job id."""
         return {claim: job.id for job in self.live.values() for claim in job.claims}
 
-    async def _cluster_call(self, request: Request) -> Any:
+    async def _cluster_call(self, method: str, params: dict[str, Any]) -> Any:
         """A cluster method, answered from a worker thread: the loop goes on serving job streams meanwhile."""
         held = self._claims()
-        if request.method == Method.UNCORDON:
-            connection = connection_of(request.params)
-            node = str(request.params.get("node", ""))
+        if method == Method.UNCORDON:
+            connection = connection_of(params)
+            node = params["node"]
             other = held.get(node_claim(connection.context, node))
             if other is not None:
                 raise ProtocolError(
@@ -533,14 +598,19 @@ class Agent:
                     f"evicted. Cancel the drain first (`{command('jobs', 'cancel', other)}`); nothing was changed",
                     {"job": other, "object": f"node/{node}"},
                 )
-        return await asyncio.to_thread(self.cluster_methods.handle, request.method, request.params, held)
+        assert self._loop is not None
+        self._cluster_busy += 1
+        try:
+            return await self._loop.run_in_executor(
+                self._cluster_pool, self.cluster_methods.handle, method, params, held
+            )
+        finally:
+            self._cluster_busy -= 1
 
     def _abort(self, params: dict[str, Any]) -> dict[str, Any]:
         """Cancel the job that drives a managed workload's rollout: it stops after its current step."""
         connection = connection_of(params)
-        name = str(params.get("workload") or "")
-        if not name:
-            raise ProtocolError(ErrorCode.INVALID_PARAMS, "workload is required: the name of the managed workload")
+        name = params["workload"]
         namespace = namespace_of(params, connection)
         job_id = self._claims().get(workload_claim(connection, namespace, "workload", name))
         if job_id is None:
@@ -552,8 +622,8 @@ class Agent:
             )
         return self._cancel({"job": job_id})
 
-    def _shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.live and not params.get("force"):
+    def _shutdown(self, *, force: bool) -> dict[str, Any]:
+        if self.live and not force:
             names = ", ".join(f"{job.id} ({job.spec.kind.value} {job.spec.target})" for job in self.live.values())
             raise ProtocolError(
                 ErrorCode.JOBS_RUNNING,
@@ -570,10 +640,7 @@ class Agent:
 
     def _attach(self, params: dict[str, Any]) -> tuple[LiveJob, int, dict[str, Any]]:
         info = self._info(params)
-        try:
-            from_seq = max(1, int(params.get("from_seq", 1)))
-        except (TypeError, ValueError) as err:
-            raise ProtocolError(ErrorCode.INVALID_PARAMS, "from_seq must be an integer") from err
+        from_seq: int = params["from_seq"]
         job = self.live.get(info.id)
         if job is None:
             # Finished (or not run by this agent): its events come from the journal, then the stream ends.
@@ -611,7 +678,9 @@ class Agent:
                 if job.done or not follow:
                     break
                 await waiter.wait()
-            connection.write(encode(Notification(Notice.END, {"job": job.id, "last_seq": next_seq - 1})))
+            # The job's own last event, also when the client asked from beyond it (from_seq 10**9).
+            last_seq = job.lines[-1][0] if job.lines else 0
+            connection.write(encode(Notification(Notice.END, {"job": job.id, "last_seq": last_seq})))
             await connection.drain()
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -659,12 +728,57 @@ def lease_holder_for(paths: AgentPaths) -> str:
 def _setup_logging(paths: AgentPaths, *, foreground: bool) -> None:
     handler = logging.handlers.RotatingFileHandler(paths.log, maxBytes=1024 * 1024, backupCount=3, encoding="utf-8")
     os.chmod(paths.log, 0o600)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger("kubectl_rollout")
     root.setLevel(logging.INFO)
     root.addHandler(handler)
+    # asyncio's own records (an accept that failed, a transport error) repeat as fast as the loop turns:
+    # into the rotated log, once per period each, never onto stderr (agent-start.err, which nobody rotates).
+    loop_log = logging.getLogger("asyncio")
+    loop_log.addHandler(handler)
+    loop_log.addFilter(Throttle())
+    loop_log.propagate = False
     if foreground and sys.stderr.isatty():
-        root.addHandler(logging.StreamHandler(sys.stderr))
+        terminal = logging.StreamHandler(sys.stderr)
+        terminal.setFormatter(OneLineFormatter("%(message)s"))
+        root.addHandler(terminal)
+        loop_log.addHandler(terminal)
+    # A handler that fails (a full disk, no descriptor left) says so on stderr, which is now the log itself.
+    logging.raiseExceptions = False
+    capture_stderr(logging.getLogger("kubectl_rollout.agent.stderr"))
+
+
+def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's errors, one line each in the log (throttled by the ``asyncio`` logger's filter).
+
+    An accept() without a free descriptor is not the agent's failure: asyncio stops accepting for a second
+    and tries again; the log says so once a minute, with how many times it happened meanwhile.
+    """
+    loop_log = logging.getLogger("asyncio")
+    error = context.get("exception")
+    message = str(context.get("message") or "event loop error").replace("%", "%%")
+    if isinstance(error, OSError) and error.errno in _OUT_OF_RESOURCES:
+        loop_log.error(
+            f"{message}: {error.strerror}; new connections wait until descriptors are free "
+            "(raise `ulimit -n`, or close clients)"
+        )
+        return
+    loop_log.error(message, exc_info=error if isinstance(error, BaseException) else None)
+
+
+def _exit_after(seconds: float) -> None:
+    """End the process in ``seconds`` if it has not ended by then: a stop always stops, whatever a thread holds.
+
+    The journal commits each step as it happens, so what a forced exit cuts short resumes at the next start.
+    """
+
+    def watchdog() -> None:
+        time.sleep(seconds)
+        log.warning("still not stopped %.0f s after the stop; exiting now (jobs resume at the next start)", seconds)
+        logging.shutdown()
+        os._exit(1)
+
+    threading.Thread(target=watchdog, name="stop watchdog", daemon=True).start()
 
 
 def _hold_pid_lock(paths: AgentPaths) -> int:

@@ -11,6 +11,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
+import threading
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,10 +190,9 @@ class JobSpec:
         return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> JobSpec:
-        version = int(data.get("version", SPEC_VERSION))
-        if version > SPEC_VERSION:
-            raise ValueError(f"job spec version {version} is newer than this version understands ({SPEC_VERSION})")
+    def from_dict(cls, data: Any) -> JobSpec:
+        """Decode a spec from JSON, checked first (``check_spec``): a ``SpecError`` names the field at fault."""
+        check_spec(data)
         spec: JobSpec = decode_dataclass(cls, data)
         return spec
 
@@ -214,3 +217,231 @@ class JobResult:
     @property
     def succeeded(self) -> bool:
         return self.state is JobState.SUCCEEDED
+
+
+# --- the schema of a spec as JSON --------------------------------------------------------------------------------
+#
+# A spec comes from the wire (the agent's ``submit``) and from the journal. Decoding takes JSON values as they
+# are, so each is checked against its field's type and bounds first: a string where a list of nodes belongs
+# would otherwise become one node per character, and a word where seconds belong would reach an engine.
+# Kubernetes' own name and selector rules are the agent's to apply (``agent/request_schema.py``): this module
+# may not import ``kube``.
+
+#: the longest duration Go (and so kubectl) can express, in seconds; as ``kube.api_bounds`` (not importable here)
+LONGEST_SECONDS = min((2**63 - 1) / 1e9, threading.TIMEOUT_MAX)
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+#: nodes one drain may name (a cluster has at most 5000); more are picked with a selector
+MAX_NODES = 5000
+#: a manifest as JSON; etcd refuses an object past 1.5 MiB, so a larger one could never be stored
+MAX_MANIFEST_BYTES = 1536 * 1024
+#: a string with no bound of its own (paths, contexts, selectors, images)
+MAX_STRING = 4096
+
+
+class SpecError(ValueError):
+    """A job spec that does not decode: ``field`` says where (``drain.nodes[2]``), ``problem`` what is wrong."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bound:
+    """What a field's value may be beyond its type: a range, a length, a count of items (and their own bound)."""
+
+    low: float = -INT64_MAX
+    high: float = INT64_MAX
+    max_length: int = MAX_STRING
+    max_items: int = 64
+    items: Bound | None = None
+    what: str = ""
+
+
+_SECONDS = Bound(low=0, high=LONGEST_SECONDS, what="seconds")
+_GRACE = Bound(low=-INT64_MAX, high=INT64_MAX, what="seconds (negative: each pod's own)")
+_COUNT32 = Bound(low=0, high=INT32_MAX)
+_COUNT64 = Bound(low=0, high=INT64_MAX)
+_NAME = Bound(max_length=253)
+
+#: per (class, field), where the default bound (an int64, a string of MAX_STRING, 64 items) does not fit
+BOUNDS: dict[tuple[type, str], Bound] = {
+    (Connection, "kubeconfig"): Bound(max_items=64, items=Bound(max_length=MAX_STRING, what="a file path")),
+    (Connection, "context"): _NAME,
+    (Connection, "namespace"): Bound(max_length=63),
+    (Connection, "request_timeout"): _SECONDS,
+    (DrainOptions, "grace_period"): _GRACE,
+    (DrainOptions, "timeout"): _SECONDS,
+    (DrainOptions, "skip_wait_for_delete_timeout"): _COUNT64,
+    (DrainOptions, "chunk_size"): _COUNT64,
+    (DrainOptions, "max_concurrent_evictions"): _COUNT32,
+    (DrainOptions, "node_batch"): _COUNT32,
+    (DrainOptions, "surge_max"): Bound(max_length=16),
+    (DrainOptions, "surge_wait"): _SECONDS,
+    (DrainJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
+    (RestartJob, "workload"): Bound(max_length=300),
+    (RestartJob, "grace_period"): _GRACE,
+    (RestartJob, "timeout"): _SECONDS,
+    (DriveOptions, "timeout"): _SECONDS,
+    (DriveOptions, "fail_after_restarts"): _COUNT32,
+    (RolloutAction, "name"): _NAME,
+    (RolloutAction, "namespace"): Bound(max_length=63),
+    (RolloutAction, "manifest"): Bound(max_length=MAX_MANIFEST_BYTES),
+    (RolloutAction, "images"): Bound(max_items=256),
+    (RolloutAction, "replicas"): _COUNT32,
+    (RolloutAction, "to_revision"): _COUNT64,
+    (ev.ContainerImage, "container"): Bound(max_length=63),
+    (JobSpec, "version"): Bound(low=1, high=SPEC_VERSION),
+}
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _json_type(value: Any) -> str:
+    """``value``'s type as JSON names it, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "an object"
+
+
+def _shown(value: Any) -> str:
+    """A value in a message: short, and quoted so that no control character reaches a log or a terminal."""
+    text = json.dumps(value, ensure_ascii=True, default=str) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text)
+
+
+def check_value(value: Any, hint: Any, path: str, bound: Bound) -> None:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return
+        options = [a for a in args if a is not type(None)]
+        if len(options) != 1:  # no spec field is a union of two types; refuse rather than guess
+            raise SpecError(path, "has a type this version cannot check")
+        check_value(value, options[0], path, bound)
+        return
+    if origin is tuple:
+        item_hint = typing.get_args(hint)[0]
+        if not isinstance(value, list):
+            raise SpecError(path, f"must be a list, not {_json_type(value)} ({_shown(value)})")
+        if len(value) > bound.max_items:
+            raise SpecError(path, f"has {len(value)} items; at most {bound.max_items}")
+        for index, item in enumerate(value):
+            check_value(item, item_hint, f"{path}[{index}]", bound.items or Bound())
+        return
+    if origin is not None and issubclass(origin, Mapping):
+        if not isinstance(value, dict):
+            raise SpecError(path, f"must be an object, not {_json_type(value)}")
+        size = len(json.dumps(value, separators=(",", ":")))
+        if size > bound.max_length:
+            raise SpecError(path, f"is {size} bytes as JSON; at most {bound.max_length}")
+        return
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SpecError(path, f"must be true or false, not {_json_type(value)} ({_shown(value)})")
+        return
+    if hint is int or hint is float:
+        _check_number(value, path, bound, integer=hint is int)
+        return
+    if hint is str:
+        if not isinstance(value, str):
+            raise SpecError(path, f"must be a string, not {_json_type(value)} ({_shown(value)})")
+        if len(value) > bound.max_length:
+            raise SpecError(path, f"is {len(value)} characters long; at most {bound.max_length}")
+        if _has_control(value):
+            raise SpecError(path, f"must not contain control characters ({_shown(value)})")
+        return
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        if not isinstance(value, str) or value not in hint._value2member_map_:
+            allowed = ", ".join(str(member.value) for member in hint)
+            raise SpecError(path, f"must be one of {allowed}, not {_shown(value)}")
+        return
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        check_fields(value, hint, path)
+        return
+    raise SpecError(path, "has a type this version cannot check")
+
+
+def _check_number(value: Any, path: str, bound: Bound, *, integer: bool) -> None:
+    kind = "an integer" if integer else "a number"
+    if bound.what:
+        kind = f"{kind} of {bound.what}"
+    if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
+        raise SpecError(path, f"must be {kind}, not {_json_type(value)} ({_shown(value)})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(path, f"must be {kind}, not {_shown(value)}")
+    if not bound.low <= value <= bound.high:
+        low = int(bound.low) if float(bound.low).is_integer() else bound.low
+        high = int(bound.high) if float(bound.high).is_integer() else bound.high
+        raise SpecError(path, f"must be {kind} from {low} to {high}, not {_shown(value)}")
+
+
+def check_fields(data: Any, cls: type, path: str) -> None:
+    if not isinstance(data, dict):
+        raise SpecError(path, f"must be an object, not {_json_type(data)} ({_shown(data)})")
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SpecError(f"{path}.{f.name}", "is required")
+            continue
+        check_value(data[f.name], hints[f.name], f"{path}.{f.name}", BOUNDS.get((cls, f.name), Bound()))
+    # Fields this version does not know are ignored: a newer client may send them (PROTOCOL.md's rules).
+
+
+def check_spec(data: Any, *, path: str = "spec") -> None:
+    """Refuse, with a ``SpecError`` naming the field, a spec as JSON that does not decode to a runnable job."""
+    if not isinstance(data, dict):
+        raise SpecError(path, f"must be an object, not {_json_type(data)} ({_shown(data)})")
+    version = data.get("version", SPEC_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > SPEC_VERSION:
+        raise SpecError(
+            f"{path}.version", f"{version} is newer than this version understands ({SPEC_VERSION}); upgrade the agent"
+        )
+    check_fields(data, JobSpec, path)
+    kind = JobKind(data["kind"])
+    for other in JobKind:
+        section = data.get(other.value)
+        if other is kind and section is None:
+            raise SpecError(f"{path}.{other.value}", f"is required: a {kind.value} job's own section")
+        if other is not kind and section is not None:
+            raise SpecError(f"{path}.{other.value}", f"must be absent or null in a {kind.value} job")
+    if kind is JobKind.DRAIN:
+        drain = data["drain"]
+        nodes, selector = drain.get("nodes") or [], drain.get("selector") or ""
+        if not nodes and not selector:
+            raise SpecError(f"{path}.drain.nodes", "a drain needs node names or a selector (drain.selector)")
+        if nodes and selector:
+            raise SpecError(f"{path}.drain", "give node names or a selector, not both (as the CLI refuses both)")
+    elif kind is JobKind.RESTART:
+        workload = data["restart"]["workload"]
+        if workload.count("/") != 1 or not all(workload.split("/")):
+            raise SpecError(f"{path}.restart.workload", f"must be KIND/NAME (deployment/web), not {_shown(workload)}")
+    else:
+        rollout = data["rollout"]
+        action = ActionKind(rollout["kind"])
+        if action is ActionKind.APPLY and not isinstance(rollout.get("manifest"), dict):
+            raise SpecError(f"{path}.rollout.manifest", "is required by apply: the Deployment manifest")
+        if action is not ActionKind.APPLY and not rollout.get("name"):
+            raise SpecError(f"{path}.rollout.name", f"is required by {action.value}: the workload's name")
