@@ -91,6 +91,14 @@ class AgentClient:
             self._trace("<", line)
         if not line:
             raise self._lost(None)
+        if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+            # The rest of that line is still in the socket: nothing after it can be read in step again.
+            self.close()
+            raise AgentError(
+                f"the agent sent a line longer than the protocol's limit ({MAX_LINE} bytes); this connection is "
+                f"closed. An older agent answers `jobs list` with whole jobs: `{command('agent', 'stop')}` and run "
+                "the command again to use this version's agent"
+            )
         message = decode(line)
         if isinstance(message, Request):
             raise ProtocolError(-32600, f"the agent sent a request ({message.method}); clients answer none")
@@ -134,6 +142,8 @@ class AgentClient:
         return JobInfo.from_dict(self.call(Method.SUBMIT, spec=spec.as_dict()))
 
     def jobs(self, *, limit: int = 100) -> list[JobInfo]:
+        """The newest jobs, abridged (``JobInfo.abridged``; ``show`` has one whole); fewer than ``limit`` when
+        they would not all fit in one line."""
         return [JobInfo.from_dict(item) for item in self.call(Method.LIST, limit=limit)["jobs"]]
 
     def show(self, job_id: str) -> JobInfo:
@@ -175,8 +185,9 @@ class AgentClient:
 # --- connecting, and starting the agent ----------------------------------------------------------
 
 
-def _open(paths: AgentPaths, *, trace: Trace | None, name: str) -> AgentClient:
+def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: float | None = None) -> AgentClient:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(io_timeout)
     try:
         sock.connect(str(paths.socket))
     except OSError:
@@ -254,15 +265,18 @@ def connect(
     trace: Trace | None = None,
     name: str = "cli",
     timeout: float = START_TIMEOUT,
+    io_timeout: float | None = None,
 ) -> AgentClient:
     """A greeted connection to this user's agent, started first if ``start`` and none answers.
 
-    Raises AgentUnavailable when there is no agent (``start=False``) or it could not be started, and
-    ProtocolError when it speaks a protocol this client does not accept.
+    ``io_timeout``: the longest any read or write on the connection may wait (``agent stop`` and ``status``
+    must not hang on an agent that accepts and never answers). Raises AgentUnavailable when there is no agent
+    (``start=False``) or it could not be started, and ProtocolError when it speaks a protocol this client does
+    not accept.
     """
     paths = (paths or agent_paths(environ)).ensure()
     try:
-        return _open(paths, trace=trace, name=name)
+        return _open(paths, trace=trace, name=name, io_timeout=io_timeout)
     except OSError as err:
         if not _not_listening(err):
             raise AgentUnavailable(f"cannot reach the agent at {paths.socket}: {err.strerror or err}") from err
@@ -302,6 +316,24 @@ def connect(
 
 def agent_running(paths: AgentPaths | None = None) -> bool:
     return _agent_alive(paths or agent_paths())
+
+
+def agent_pid(paths: AgentPaths) -> int | None:
+    """The pid of the process that holds the agent's pid lock (it wrote its pid after taking it); None when no
+    process holds it. What ``agent stop --force`` ends when the agent no longer answers."""
+    try:
+        fd = os.open(paths.pid_file, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 32).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else None
+        return None
+    finally:
+        os.close(fd)
 
 
 def read_json_lines(data: bytes) -> list[dict[str, Any]]:

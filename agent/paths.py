@@ -2,11 +2,15 @@
 
 Two directories, as tmux and ssh-agent split them:
 
-- the *runtime* directory (socket, lock files): ``platformdirs.user_runtime_dir()``
-  when the platform has a per-user one (``$XDG_RUNTIME_DIR`` on Linux, set by the
-  login session), else ``run/`` under the state directory. platformdirs' own
-  fallback on Linux is ``/tmp/runtime-UID``, a name any other user can create
-  first, so it is never used;
+- the *runtime* directory (socket, lock files): ``kubectl-rollout-plus/`` in
+  ``$XDG_RUNTIME_DIR`` on Linux when the login session sets it (platformdirs'
+  ``user_runtime_dir()`` on macOS), else ``run/`` under the state directory.
+  One rule for every command: a ``$XDG_RUNTIME_DIR`` that is set but not what
+  the XDG spec requires (absolute, a directory, yours, mode 0700) is refused
+  with what to fix, never replaced by another directory. A replacement chosen
+  by one command and not by the next is two agents, or a running agent that
+  a later command cannot find (platformdirs falls back to ``/tmp/runtime-UID``,
+  with a warning on stderr, and that name any other user can create first);
 - the *state* directory (journal, logs): ``platformdirs.user_state_dir()``.
 
 ``ROLLOUT_PLUS_AGENT_DIR`` puts both under one directory (tests, several agents
@@ -36,6 +40,8 @@ MAX_SOCKET_PATH = 100
 class AgentPaths:
     runtime_dir: Path
     state_dir: Path
+    #: ``$XDG_RUNTIME_DIR`` when the runtime directory is in it: checked by ``ensure`` (``session_dir_problem``)
+    session_dir: Path | None = None
 
     @property
     def socket(self) -> Path:
@@ -66,6 +72,14 @@ class AgentPaths:
 
     def ensure(self) -> AgentPaths:
         """Create both directories if missing and check that they are private; raise AgentError if not."""
+        if self.session_dir is not None:
+            problem = session_dir_problem(self.session_dir, uid=os.getuid())
+            if problem is not None:
+                raise AgentError(
+                    f"$XDG_RUNTIME_DIR ({self.session_dir}) {problem}, so the agent will not put its socket there. "
+                    f"Fix it (chmod 700 {self.session_dir}), or unset XDG_RUNTIME_DIR (the agent then uses "
+                    f"{self.state_dir / 'run'}), or set {ENV_DIR} to a directory of yours"
+                )
         ensure_private_dir(self.state_dir)
         ensure_private_dir(self.runtime_dir)
         if len(os.fsencode(self.socket)) > MAX_SOCKET_PATH:
@@ -86,11 +100,30 @@ def agent_paths(environ: Mapping[str, str] | None = None) -> AgentPaths:
     import platformdirs  # a dependency of Textual; imported here so that an override needs nothing
 
     state = Path(platformdirs.user_state_dir(APP))
-    if sys.platform == "darwin" or env.get("XDG_RUNTIME_DIR"):
-        runtime = Path(platformdirs.user_runtime_dir(APP))
-    else:
-        runtime = state / "run"
-    return AgentPaths(runtime_dir=runtime, state_dir=state)
+    if sys.platform == "darwin":
+        return AgentPaths(runtime_dir=Path(platformdirs.user_runtime_dir(APP)), state_dir=state)
+    session = env.get("XDG_RUNTIME_DIR")
+    if session:
+        # Read here, not through platformdirs: it replaces a directory it finds unsafe by /tmp/runtime-UID.
+        return AgentPaths(runtime_dir=Path(session) / APP, state_dir=state, session_dir=Path(session))
+    return AgentPaths(runtime_dir=state / "run", state_dir=state)
+
+
+def session_dir_problem(path: Path, *, uid: int) -> str | None:
+    """Why ``$XDG_RUNTIME_DIR`` breaks the XDG spec's rules for it (None: it keeps them)."""
+    if not path.is_absolute():
+        return "is not an absolute path"
+    try:
+        st = path.stat()
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != uid:
+        return f"belongs to uid {st.st_uid}, not to you (uid {uid})"
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700 as the XDG spec requires"
+    return None
 
 
 def directory_problem(path: Path, st: os.stat_result, *, uid: int) -> str | None:

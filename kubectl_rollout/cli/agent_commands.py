@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -13,8 +15,9 @@ from typing import Any
 import click
 
 from kubectl_rollout.agent import client as agent_client
+from kubectl_rollout.agent.agent_log import quote_controls
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
-from kubectl_rollout.agent.paths import agent_paths
+from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.agent.settings import ENV_IDLE, Settings
 from kubectl_rollout.cli.bounded_types import count
@@ -45,6 +48,24 @@ def _connect(*, start: bool) -> agent_client.AgentClient:
         return agent_client.connect(start=start)
     except AgentError as err:
         raise Failure(err.message, err.exit_code) from err
+
+
+#: how long `agent stop` and `agent status` wait for one answer of an agent that accepted the connection
+ANSWER_TIMEOUT = 5.0
+#: how long each step of `agent stop --force` (the shutdown request, SIGTERM, SIGKILL) waits for the exit
+STOP_STEP = 5.0
+
+
+def _paths() -> AgentPaths:
+    try:
+        return agent_paths().ensure()
+    except AgentError as err:
+        raise Failure(err.message, err.exit_code) from err
+
+
+def _safe(text: object) -> str:
+    """What the agent sent, fit for a terminal: a job's target or error may carry a client's ESC sequences."""
+    return quote_controls(str(text))
 
 
 def _when(epoch: float | None) -> str:
@@ -101,30 +122,86 @@ def agent_start(ctx: click.Context, foreground: bool, idle_timeout: str | None, 
 
 
 @agent_group.command("stop")
-@click.option("--force", is_flag=True, help="Stop even while jobs run; they resume when the agent starts again.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Stop even while jobs run (they resume when the agent starts again); an agent that does not stop "
+    "within seconds is ended with SIGTERM, then SIGKILL.",
+)
 def agent_stop(force: bool) -> None:
     """Stop the agent (refused while jobs run, unless --force)."""
+    paths = _paths()
     try:
-        agent = agent_client.connect(start=False)
+        agent = agent_client.connect(paths, start=False, io_timeout=ANSWER_TIMEOUT)
     except AgentUnavailable:
-        click.echo("no agent is running")
+        pid = agent_client.agent_pid(paths)
+        if pid is None:
+            click.echo("no agent is running")
+            return
+        if not force:
+            raise Failure(
+                f"the agent (pid {pid}) holds its lock but does not answer on {paths.socket}; end it with "
+                f"`{command('agent', 'stop', '--force')}`",
+                1,
+            ) from None
+        _end(paths, pid)
+        click.echo(f"agent stopped (pid {pid}); it did not answer, so it was ended by signal; its jobs resume")
         return
     except AgentError as err:
         raise Failure(err.message, err.exit_code) from err
+    pid = int(agent.agent["pid"])
     with agent:
-        pid = agent.agent["pid"]
         try:
             stopping = agent.shutdown(force=force)
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
-    deadline = time.monotonic() + 15
-    while agent_client.agent_running() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if agent_client.agent_running():
-        raise Failure(f"the agent (pid {pid}) did not stop within 15 s; see `{command('agent', 'logs')}`", 1)
+            if not force or getattr(err, "code", None) is not None:
+                raise Failure(err.message, err.exit_code) from err
+            stopping = {}  # it took the request and did not answer: the signals below end it
+    if not _gone(paths, STOP_STEP if force else 15.0):
+        if not force:
+            raise Failure(
+                f"the agent (pid {pid}) did not stop within 15 s; `{command('agent', 'stop', '--force')}` ends it "
+                f"(its log: `{command('agent', 'logs')}`)",
+                1,
+            )
+        _end(paths, pid)
     running = stopping.get("running") or []
     resumes = f"; {len(running)} running job(s) resume when it starts again" if running else ""
     click.echo(f"agent stopped (pid {pid}){resumes}")
+
+
+def _gone(paths: AgentPaths, seconds: float) -> bool:
+    """Whether the agent's pid lock is free within ``seconds`` (the kernel frees it when the process ends)."""
+    deadline = time.monotonic() + seconds
+    while agent_client.agent_running(paths):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _end(paths: AgentPaths, pid: int) -> None:
+    """SIGTERM the process holding the agent's pid lock, then SIGKILL: a stop that always stops.
+
+    The signals go to the pid the lock's holder wrote, only while it still holds the lock (a pid that
+    ended and was reused by another process holds no lock of ours).
+    """
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if agent_client.agent_pid(paths) != pid:
+            return
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            return
+        except PermissionError as err:
+            raise Failure(f"cannot signal the agent (pid {pid}): {err.strerror}", 1) from err
+        if _gone(paths, STOP_STEP):
+            return
+    raise Failure(
+        f"the agent (pid {pid}) still holds {paths.pid_file} after SIGKILL; it may be stuck in the kernel "
+        "(a hung file system); check `ps -o stat,wchan -p {pid}`".replace("{pid}", str(pid)),
+        1,
+    )
 
 
 @agent_group.command("status")
@@ -132,13 +209,22 @@ def agent_stop(force: bool) -> None:
 @click.pass_context
 def agent_status(ctx: click.Context, output: str) -> None:
     """Whether the agent runs, where, and its jobs. Exits 1 when no agent is running."""
+    paths = _paths()
     try:
-        agent = agent_client.connect(start=False)
+        agent = agent_client.connect(paths, start=False, io_timeout=ANSWER_TIMEOUT)
     except AgentUnavailable as err:
+        # No answer is not the same as no agent: a process may hold the pid lock and answer nothing (stuck, or
+        # stopping); a new one could not start beside it.
+        pid = agent_client.agent_pid(paths)
         if output == "json":
-            click.echo(json.dumps({"running": False}))
-        else:
+            click.echo(json.dumps({"running": pid is not None, "answering": False, "pid": pid}))
+        elif pid is None:
             click.echo(err.message)
+        else:
+            click.echo(
+                f"an agent runs (pid {pid}) but does not answer on {paths.socket}; it may be stopping. If it "
+                f"stays so, `{command('agent', 'stop', '--force')}` ends it"
+            )
         ctx.exit(1)
     except AgentError as err:
         raise Failure(err.message, err.exit_code) from err
@@ -177,7 +263,9 @@ def agent_logs(follow: bool) -> None:
                     log.seek(position)
                     chunk = log.read()
                     position = log.tell()
-                sys.stdout.write(chunk.decode(errors="replace"))
+                # The log quotes what clients sent; an older log may not have: nothing raw reaches the terminal.
+                text = chunk.decode(errors="replace")
+                sys.stdout.write("\n".join(_safe(line) for line in text.split("\n")))
                 sys.stdout.flush()
             if not follow:
                 return
@@ -217,22 +305,48 @@ def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
 def jobs_list(limit: int, output: str) -> None:
     """The agent's jobs, newest first."""
     with _connect(start=True) as agent:
-        jobs = agent.jobs(limit=limit)
+        try:
+            jobs = agent.jobs(limit=limit)
+        except AgentError as err:
+            raise Failure(err.message, err.exit_code) from err
     if output == "json":
         click.echo(json.dumps([job.as_dict() for job in jobs], indent=2))
         return
-    rows = [("ID", "KIND", "TARGET", "STATE", "CREATED", "EXIT", "SUMMARY")]
+    rows: list[tuple[str, ...]] = [("ID", "KIND", "TARGET", "STATE", "CREATED", "EXIT", "SUMMARY")]
     for job in jobs:
         exit_code = "-" if job.exit_code is None else str(job.exit_code)
         rows.append(
-            (job.id, job.kind, job.target, job.state, _when(job.created_at), exit_code, job.summary or job.error)
+            tuple(
+                _safe(cell)
+                for cell in (
+                    job.id,
+                    job.kind,
+                    job.target,
+                    job.state,
+                    _when(job.created_at),
+                    exit_code,
+                    job.summary or job.error,
+                )
+            )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         click.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "   " + row[-1])
 
 
-def _show(info: JobInfo) -> None:
+def _show(job: JobInfo) -> None:
+    # Every text the agent keeps came from a client or a cluster: quoted before it reaches the terminal.
+    info = dataclasses.replace(
+        job,
+        id=_safe(job.id),
+        kind=_safe(job.kind),
+        target=_safe(job.target),
+        state=_safe(job.state),
+        summary=_safe(job.summary),
+        error=_safe(job.error),
+        context=None if job.context is None else _safe(job.context),
+        namespace=None if job.namespace is None else _safe(job.namespace),
+    )
     click.echo(f"job {info.id}: {info.kind} {info.target}")
     notes = [note for note, on in (("cancel requested", info.cancel_requested), ("paused", info.paused)) if on]
     click.echo(f"  state:    {info.state}" + (f" ({', '.join(notes)})" if notes else ""))
@@ -276,7 +390,7 @@ def jobs_cancel(job_id: str, output: str) -> None:
         click.echo(json.dumps(info.as_dict(), indent=2))
         return
     click.echo(
-        f"cancel requested for job {info.id} ({info.kind} {info.target}); follow it to its end with "
+        f"cancel requested for job {info.id} ({info.kind} {_safe(info.target)}); follow it to its end with "
         f"`{command('jobs', 'attach', info.id)}`"
     )
 
@@ -300,11 +414,11 @@ def _pause_command(name: str, *, paused: bool) -> click.Command:
                 else "no new eviction starts (those in flight go on)"
             )
             click.echo(
-                f"job {info.id} ({info.kind} {info.target}) paused: {what}; "
+                f"job {info.id} ({info.kind} {_safe(info.target)}) paused: {what}; "
                 f"go on with `{command('jobs', 'resume', info.id)}`"
             )
         else:
-            click.echo(f"job {info.id} ({info.kind} {info.target}) resumed")
+            click.echo(f"job {info.id} ({info.kind} {_safe(info.target)}) resumed")
 
     command_function.help = (
         "Pause a running job until `jobs resume ID`. A drain or restart starts no new eviction (those in flight "
