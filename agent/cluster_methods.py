@@ -82,13 +82,24 @@ def _options(params: Mapping[str, Any]) -> DrainOptions | None:
 #: TUI asks again within seconds; a worker thread held by a server that stopped answering would hold up
 #: every later call instead.
 CALL_TIMEOUT = 20.0
+#: seconds, overriding CALL_TIMEOUT (the tests shorten it)
+ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
+
+
+def call_timeout(environ: Mapping[str, str] = os.environ) -> float:
+    """CALL_TIMEOUT, or the positive number of seconds ENV_CALL_TIMEOUT gives."""
+    try:
+        seconds = float(environ.get(ENV_CALL_TIMEOUT, ""))
+    except ValueError:
+        return CALL_TIMEOUT
+    return seconds if 0 < seconds <= CALL_TIMEOUT * 30 else CALL_TIMEOUT
 
 
 def bounded(connection: Connection) -> Connection:
-    """``connection`` with a request timeout: its own, or CALL_TIMEOUT where it has none."""
+    """``connection`` with a request timeout: its own, or ``call_timeout()`` where it has none."""
     if connection.request_timeout > 0:
         return connection
-    return dataclasses.replace(connection, request_timeout=CALL_TIMEOUT)
+    return dataclasses.replace(connection, request_timeout=call_timeout())
 
 
 def kubeconfig_fingerprint(connection: Connection) -> tuple[tuple[str, int, int, int], ...]:

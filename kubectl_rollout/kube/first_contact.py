@@ -18,6 +18,7 @@ request goes the ordinary way and outages are ridden out.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import urllib3
@@ -39,7 +40,14 @@ def first_contact_timeout(request_timeout: float) -> float:
 
 
 class FirstContact:
-    """Whether one client's server has answered yet. Thread-safe: one thread asks, the others wait for it."""
+    """Whether one client's server has answered yet. Thread-safe: one thread asks, the others wait for it.
+
+    A failed first contact is the answer for every request made within the
+    next ``timeout`` seconds: threads that queued behind the one that asked
+    fail with it, instead of each asking again in turn (ten requests would
+    otherwise take ten timeouts). A client that lives on (the agent's) asks
+    again after that.
+    """
 
     def __init__(self, *, server: str, context: str, timeout: float) -> None:
         self.server = server
@@ -47,6 +55,7 @@ class FirstContact:
         self.timeout = timeout
         self._answered = threading.Event()
         self._lock = threading.Lock()
+        self._failed: tuple[float, ClusterAccessError] | None = None
 
     @property
     def answered(self) -> bool:
@@ -63,9 +72,16 @@ class FirstContact:
         with self._lock:
             if self._answered.is_set():
                 return
-            status = self._ask_within_bound(ask)
-            if status == 401:
-                raise refused_credentials(self.server, self.context)
+            if self._failed is not None and time.monotonic() - self._failed[0] < self.timeout:
+                raise ClusterAccessError(self._failed[1].message)
+            try:
+                status = self._ask_within_bound(ask)
+                if status == 401:
+                    raise refused_credentials(self.server, self.context)
+            except ClusterAccessError as err:
+                self._failed = (time.monotonic(), err)
+                raise
+            self._failed = None
             self._answered.set()
 
     def _ask_within_bound(self, ask: Ask) -> int:
