@@ -378,3 +378,23 @@ def test_a_file_that_is_not_a_kubeconfig_is_named(
         f"error: {path} is not a kubeconfig: {why}; point --kubeconfig or KUBECONFIG at a kubeconfig file "
         "(kubectl config view shows the one kubectl uses)"
     )
+
+
+@pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[name for name, _ in COMMANDS])
+def test_every_command_takes_the_connection_flags_after_it_too(
+    name: str, command: click.Command, unreachable: dict[str, str]
+) -> None:
+    """kubectl takes --context and its siblings on every command; a command that uses the cluster uses them."""
+    args = runnable_args(name.split(), command, Path(unreachable["KUBECONFIG"]).with_name("web.yaml"))
+    if name == "agent start":
+        command.make_context(name, [*args[2:], "--context", "elsewhere", "-n", "shop", "--request-timeout", "5s"])
+        return
+    if is_job_command(command):
+        args.append("--in-process")
+    args += ["--context", "elsewhere", "-n", "shop", "--request-timeout", "5s"]
+    result = CliRunner().invoke(cli, args, env=unreachable)
+    said = f"{' '.join(args)}: exit {result.exit_code}\n{result.output}"
+    assert result.exit_code != 2, said
+    assert "No such option" not in result.output, said
+    if name not in LOCAL and name not in JOB_ID_COMMANDS:
+        assert f'context "elsewhere" not found in kubeconfig {unreachable["KUBECONFIG"]}' in result.output, said
