@@ -135,25 +135,22 @@ def encode_event(envelope_json: str) -> bytes:
     return b'{"jsonrpc":"2.0","method":"event","params":' + envelope_json.encode() + b"}\n"
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def decode(line: bytes | str, *, strict: bool = False) -> Message:
     """Parse one line; a ProtocolError carries the JSON-RPC code to answer with, and the id when it was read.
 
-    ``strict`` (the agent reading requests) refuses what Python's json module takes beyond JSON (``NaN``,
-    ``Infinity``) and ids past ``MAX_ID_LENGTH`` / int64.
+    ``strict`` (the agent reading requests) refuses ids past ``MAX_ID_LENGTH`` / int64. ``NaN`` and
+    ``Infinity``, which Python's json module reads as floats, are left to the params' schema: it refuses
+    them naming the param (``limit must be an integer``), which says more than "not JSON".
     """
     try:
-        body = json.loads(line, parse_constant=_refuse_constant) if strict else json.loads(line)
+        body = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise ProtocolError(ErrorCode.PARSE_ERROR, f"not JSON: {err}") from err
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
         raise ProtocolError(ErrorCode.INVALID_REQUEST, 'not a JSON-RPC 2.0 message (no "jsonrpc": "2.0")')
     ident = body.get("id")
     if ident is not None and (isinstance(ident, bool) or not isinstance(ident, int | str)):
-        raise ProtocolError(ErrorCode.INVALID_REQUEST, "id must be a number or a string")
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, "id must be an integer or a string")
     if strict and (
         (isinstance(ident, str) and len(ident) > MAX_ID_LENGTH) or (isinstance(ident, int) and abs(ident) > ID_BOUND)
     ):

@@ -353,7 +353,10 @@ def check_value(value: Any, hint: Any, path: str, bound: Bound) -> None:
     if origin is not None and issubclass(origin, Mapping):
         if not isinstance(value, dict):
             raise SpecError(path, f"must be an object, not {_json_type(value)}")
-        size = len(json.dumps(value, separators=(",", ":")))
+        try:
+            size = len(json.dumps(value, separators=(",", ":"), allow_nan=False))
+        except ValueError as err:  # NaN or Infinity: no JSON reader but Python's takes them
+            raise SpecError(path, "must not contain NaN or Infinity") from err
         if size > bound.max_length:
             raise SpecError(path, f"is {size} bytes as JSON; at most {bound.max_length}")
         return
