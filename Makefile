@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 #: how the suite is run; `make coverage` (and CI) run it under coverage.py
 PYTEST ?= $(BIN)/pytest
 
-.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui dist screenshots
+.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui bench-unreachable dist screenshots
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -95,6 +95,10 @@ bench-rollout: setup
 ## bench-start: start time of the plugin (venv and Krew executable) beside kubectl version --client (prints figures)
 bench-start: setup
 	$(BIN)/python hack/bench_start.py
+
+## bench-unreachable: every command against a refusing and a silent API server, beside kubectl (prints figures)
+bench-unreachable: setup
+	$(BIN)/python hack/bench_unreachable.py
 
 ## screenshots: render the README's TUI pictures (docs/*.png) from the SVG snapshots
 screenshots: $(VENV)/.installed
