@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ import click
 
 from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.cli.interruptible import run_interruptibly
+from kubectl_rollout.cli.interruptible import CtrlC, run_interruptibly
 from kubectl_rollout.cli.job_options import tui_requested, wants_agent
 from kubectl_rollout.cli.options import Failure
 from kubectl_rollout.jobs.events.base import Envelope
@@ -154,14 +153,22 @@ def follow_job(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: 
     """Print the job's events through ``sink`` until it finishes; its ``JobFinished``.
 
     Ctrl-C detaches (the job goes on in the agent) and says how to come back and how to stop it; a second
-    Ctrl-C within 3 s cancels the job and keeps following until it has stopped. A lost connection (the
-    agent died) is retried once: the agent starts again and resumes the job.
+    Ctrl-C within 3 s cancels the job and keeps following until it has stopped. The window opens at the
+    first press (a second one that comes while the first is still being handled counts) and closes 3 s
+    after the message. A lost connection (the agent died) is retried once: the agent starts again and
+    resumes the job.
     """
+    with CtrlC() as ctrl_c:
+        return _follow(job_id, sink, close=close, from_seq=from_seq, ctrl_c=ctrl_c)
+
+
+def _follow(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: int, ctrl_c: CtrlC) -> JobFinished | None:
     last_seq = from_seq - 1
     cancelling = False
     reconnected = False
     while True:
         try:
+            ctrl_c.interrupt_next()
             with agent_client.connect() as agent:
                 for envelope in agent.attach(job_id, from_seq=last_seq + 1):
                     sink(envelope)
@@ -188,13 +195,11 @@ def follow_job(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: 
                 f"{CANCEL_WINDOW:.0f} s)",
                 err=True,
             )
-            try:
-                time.sleep(CANCEL_WINDOW)
-            except KeyboardInterrupt:
-                cancel_job(job_id)
-                cancelling = True
-                continue
-            raise click.exceptions.Exit(EXIT_DETACHED) from None
+            if not ctrl_c.pressed_again(within=CANCEL_WINDOW):
+                raise click.exceptions.Exit(EXIT_DETACHED) from None
+            cancel_job(job_id)
+            # Following again until the job has stopped: the next press (or one during the cancel) stops that.
+            cancelling = True
 
 
 def cancel_job(job_id: str) -> None:
