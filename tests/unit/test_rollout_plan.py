@@ -2,8 +2,10 @@
 
 Each step applies the planned actions, then lets the simulated ReplicaSets
 catch up (pods appear at once, become available after ``ready_after``
-steps). Invariants are checked after every step, as the integration tests do
-on the real cluster with a watch.
+steps; a deleted pod leaves status.replicas at once but keeps terminating
+for ``grace`` more steps, as the cluster's pods do for their grace period).
+Invariants are checked after every step, as the integration tests do on the
+real cluster with a watch.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ def spec(
 class Simulation:
     """ReplicaSets that the planner drives and a toy ReplicaSet controller fills."""
 
-    def __init__(self, rses: list[ManagedReplicaSet], ready_after: int = 1, *, delete_lag: int = 0) -> None:
+    def __init__(
+        self, rses: list[ManagedReplicaSet], ready_after: int = 1, *, delete_lag: int = 0, grace: int = 1
+    ) -> None:
         self.rses = {rs.name: rs for rs in rses}
         self.ages: dict[str, list[int]] = {rs.name: [0] * rs.current for rs in rses}
         self.ready_after = ready_after
@@ -81,6 +85,13 @@ class Simulation:
         #: deletes them asynchronously; meanwhile they still count in status.replicas
         self.delete_lag = delete_lag
         self._shrinking: dict[str, int] = {}
+        #: a deleted pod is out of status.replicas at once but still runs (terminating) through the
+        #: next `grace` steps, as a real pod does for its grace period; (template hash, last tick) each
+        self.grace = grace
+        self.terminating: list[tuple[str, int]] = []
+        self.ticks = 0
+        #: pods present (running or terminating) per template hash after each tick: what a watch sees
+        self.pods_seen: list[dict[str, int]] = []
 
     def apply(self, actions: list[Any], target: WorkloadSpec, template_hash: str) -> None:
         for action in actions:
@@ -111,17 +122,24 @@ class Simulation:
 
     def tick(self) -> None:
         """The ReplicaSet controller: create or delete pods; pods age towards availability."""
+        self.ticks += 1
         for name, rs in self.rses.items():
             ages = [a + 1 for a in self.ages[name]]
             waited = self._shrinking.pop(name, 0)
             if len(ages) > rs.replicas and waited < self.delete_lag:
                 self._shrinking[name] = waited + 1
             else:
+                self.terminating += [(rs.template_hash, self.ticks + self.grace)] * (len(ages) - rs.replicas)
                 ages = ages[: rs.replicas]
             ages += [0] * (rs.replicas - len(ages))
             self.ages[name] = ages
             available = sum(1 for a in ages if a >= self.ready_after)
             self.rses[name] = dataclasses.replace(rs, current=len(ages), available=available)
+        seen = {rs.template_hash: rs.current for rs in self.rses.values()}
+        for template_hash, _ in self.terminating:
+            seen[template_hash] = seen.get(template_hash, 0) + 1
+        self.pods_seen.append(seen)
+        self.terminating = [(template_hash, last) for template_hash, last in self.terminating if last > self.ticks]
 
     @property
     def total(self) -> int:
@@ -140,7 +158,10 @@ def run(
     for _ in range(steps):
         new = [rs for rs in sim.rses.values() if rs.template_hash == template_hash]
         complete = bool(new) and new[0].available == target.replicas == new[0].replicas and sim.total == target.replicas
-        old_running = any(rs.current for rs in sim.rses.values() if rs.template_hash != template_hash)
+        # oldPodsRunning sees the pods themselves: terminating ones too
+        old_running = any(rs.current for rs in sim.rses.values() if rs.template_hash != template_hash) or any(
+            hash_ != template_hash for hash_, _ in sim.terminating
+        )
         actions = plan(
             target,
             template_hash,
@@ -234,16 +255,20 @@ def test_pods_not_yet_deleted_hold_back_the_new_replica_set() -> None:
     assert gone == [ScaleReplicaSet("web-v2", 4)]
 
 
-def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set() -> None:
+@pytest.mark.parametrize("delete_lag", [0, 1], ids=["prompt-deletes", "deletes-1-late"])
+@pytest.mark.parametrize("grace", [1, 2], ids=["terminating-1-step", "terminating-2-steps"])
+def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set(delete_lag: int, grace: int) -> None:
+    # Old pods leave status.replicas as soon as they are deleted but run on while they terminate: a
+    # planner that creates the new ReplicaSet with the scale-down, or as soon as status.replicas is 0,
+    # has new pods beside terminating old ones.
     target = spec(4, recreate=True)
-    sim = Simulation([v1(4)])
-    seen_both = False
-    for _ in run(sim, target, "v2"):
-        old_running = any(rs.current for rs in sim.rses.values() if rs.template_hash == "v1")
-        new_running = any(rs.current for rs in sim.rses.values() if rs.template_hash == "v2")
-        seen_both |= old_running and new_running
-    assert not seen_both
+    sim = Simulation([v1(4)], delete_lag=delete_lag, grace=grace)
+    run(sim, target, "v2")
+    both = [(step, seen) for step, seen in enumerate(sim.pods_seen) if seen.get("v1") and seen.get("v2")]
+    assert not both, f"new pods beside old ones (step, pods per template): {both}"
+    assert any(seen.get("v1") for seen in sim.pods_seen), "the old pods were never seen"
     assert sim.rses["web-v2"].replicas == 4
+    assert sim.pods_seen[-1] == {"v1": 0, "v2": 4}
 
 
 def test_resize_mid_rollout_is_proportional() -> None:
