@@ -420,7 +420,8 @@ def check_spec(data: Any, *, path: str = "spec") -> None:
     version = data.get("version", SPEC_VERSION)
     if isinstance(version, int) and not isinstance(version, bool) and version > SPEC_VERSION:
         raise SpecError(
-            f"{path}.version", f"{version} is newer than this version understands ({SPEC_VERSION}); upgrade the agent"
+            f"{path}.version",
+            f"job spec version {version} is newer than this version understands ({SPEC_VERSION}); upgrade the agent",
         )
     check_fields(data, JobSpec, path)
     kind = JobKind(data["kind"])
