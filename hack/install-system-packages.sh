@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, only those missing: openssl
-# (the local cluster's PKI) and tmux (the TUI's real-terminal test). Go and
+# (the local cluster's PKI), tmux (the TUI's real-terminal test) and zsh (the
+# completion script is run in a real zsh as well as in bash). Go and
 # Python >= 3.11 come with the machine; their absence is reported, not fixed.
 set -euo pipefail
 
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
 command -v tmux >/dev/null || missing+=(tmux)
+command -v zsh >/dev/null || missing+=(zsh)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing Debian packages: ${missing[*]}" >&2
   sudo=""
