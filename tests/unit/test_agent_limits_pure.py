@@ -3,6 +3,7 @@ the runtime directory rule. No process, no socket."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -188,3 +189,33 @@ def test_the_runtime_dir_rule(tmp_path: Path, mode: int, problem: str | None) ->
         with pytest.raises(AgentError, match="chmod 700"):
             paths.ensure()
     assert session_dir_problem(Path("relative"), uid=os.getuid()) == "is not an absolute path"
+
+
+def test_a_client_reading_a_line_past_the_limit_says_so_in_one_error(tmp_path: Path) -> None:
+    """An older agent answered ``list`` with whole jobs, past the line limit: the client names the problem
+    (and what to do) instead of failing to parse the first 4 MiB of it."""
+    import socket
+    import threading
+
+    from kubectl_rollout.agent.client import AgentClient
+    from kubectl_rollout.agent.paths import AgentPaths
+
+    ours, theirs = socket.socketpair()
+    ours.settimeout(20)
+    line = b'{"jsonrpc":"2.0","id":1,"result":{"jobs":["' + b"x" * (MAX_LINE + 1024) + b'"]}}\n'
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the client hangs up after the first 4 MiB: expected
+            theirs.sendall(line)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    client = AgentClient(ours, AgentPaths(runtime_dir=tmp_path, state_dir=tmp_path))
+    try:
+        with pytest.raises(AgentError) as caught:
+            client.jobs()
+    finally:
+        client.close()
+        theirs.close()
+    assert "a line longer than the protocol's limit" in caught.value.message
+    assert "agent stop" in caught.value.message
