@@ -36,7 +36,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kubectl_rollout import __version__
@@ -183,6 +183,8 @@ class Agent:
         # and a thread stuck in a cluster call would keep a stopped agent alive with its pid lock.
         self._cluster_pool = concurrent.futures.ThreadPoolExecutor(CLUSTER_WORKERS, thread_name_prefix="cluster")
         self._cluster_busy = 0
+        #: called once when the agent starts stopping; the agent process arms its exit watchdog here
+        self.on_stop: Callable[[], None] | None = None
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -233,7 +235,8 @@ class Agent:
     def stop(self) -> None:
         if self._stopping is not None and not self._stopping.is_set():
             self._stopping.set()
-            _exit_after(STOP_GRACE)
+            if self.on_stop is not None:
+                self.on_stop()
 
     async def _watch_idle(self) -> None:
         while True:
@@ -431,7 +434,9 @@ class Agent:
                         {"streams": MAX_STREAMS},
                     )
                 job, next_seq, result = self._attach(params)
-                reply = encode_reply(Response(message.id, result=result))
+                reply = encode(Response(message.id, result=result))
+                if len(reply) > MAX_LINE:  # refused as too large: no stream follows an error
+                    return encode_reply(Response(message.id, result=result)), None
                 stream = self._stream(
                     connection, job, next_seq, follow=params["follow"], coalesce_backlog=params["coalesce"]
                 )
@@ -473,7 +478,8 @@ class Agent:
         raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"no method {method!r}; the agent knows {', '.join(Method)}")
 
     def _list(self, *, limit: int) -> dict[str, Any]:
-        """The newest jobs, abridged (``JobInfo.abridge``), as many as fit in one line: ``more`` says some did not."""
+        """The newest jobs, abridged (``Journal.summaries``), as many as fit in one line: ``more`` says some did
+        not."""
         jobs: list[dict[str, Any]] = []
         size = 0
         more = False
@@ -821,6 +827,7 @@ def run_agent(paths: AgentPaths | None = None, settings: Settings | None = None,
     if pruned:
         log.info("pruned %d job(s) finished more than %g days ago", pruned, settings.retention_days)
     agent = Agent(paths, journal, settings)
+    agent.on_stop = lambda: _exit_after(STOP_GRACE)
     try:
         asyncio.run(agent.serve())
     except Exception:

@@ -47,7 +47,7 @@ def _connect(*, start: bool) -> agent_client.AgentClient:
     try:
         return agent_client.connect(start=start)
     except AgentError as err:
-        raise Failure(err.message, err.exit_code) from err
+        raise Failure(_safe(err.message), err.exit_code) from err
 
 
 #: how long `agent stop` and `agent status` wait for one answer of an agent that accepted the connection
@@ -60,7 +60,7 @@ def _paths() -> AgentPaths:
     try:
         return agent_paths().ensure()
     except AgentError as err:
-        raise Failure(err.message, err.exit_code) from err
+        raise Failure(_safe(err.message), err.exit_code) from err
 
 
 def _safe(text: object) -> str:
@@ -111,7 +111,7 @@ def agent_start(ctx: click.Context, foreground: bool, idle_timeout: str | None, 
         try:
             settings = Settings.from_env()
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
         ctx.exit(run_agent(settings=settings, foreground=True))
     with _connect(start=True) as agent:
         hello = agent.agent
@@ -148,14 +148,14 @@ def agent_stop(force: bool) -> None:
         click.echo(f"agent stopped (pid {pid}); it did not answer, so it was ended by signal; its jobs resume")
         return
     except AgentError as err:
-        raise Failure(err.message, err.exit_code) from err
+        raise Failure(_safe(err.message), err.exit_code) from err
     pid = int(agent.agent["pid"])
     with agent:
         try:
             stopping = agent.shutdown(force=force)
         except AgentError as err:
             if not force or getattr(err, "code", None) is not None:
-                raise Failure(err.message, err.exit_code) from err
+                raise Failure(_safe(err.message), err.exit_code) from err
             stopping = {}  # it took the request and did not answer: the signals below end it
     if not _gone(paths, STOP_STEP if force else 15.0):
         if not force:
@@ -227,7 +227,7 @@ def agent_status(ctx: click.Context, output: str) -> None:
             )
         ctx.exit(1)
     except AgentError as err:
-        raise Failure(err.message, err.exit_code) from err
+        raise Failure(_safe(err.message), err.exit_code) from err
     with agent:
         hello = agent.agent
     if output == "json":
@@ -308,7 +308,7 @@ def jobs_list(limit: int, output: str) -> None:
         try:
             jobs = agent.jobs(limit=limit)
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
     if output == "json":
         click.echo(json.dumps([job.as_dict() for job in jobs], indent=2))
         return
@@ -369,7 +369,7 @@ def jobs_show(job_id: str, output: str) -> None:
         try:
             info = agent.show(job_id)
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
     if output == "json":
         click.echo(json.dumps(info.as_dict(), indent=2))
     else:
@@ -385,7 +385,7 @@ def jobs_cancel(job_id: str, output: str) -> None:
         try:
             info = agent.cancel(job_id)
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
     if output == "json":
         click.echo(json.dumps(info.as_dict(), indent=2))
         return
@@ -404,7 +404,7 @@ def _pause_command(name: str, *, paused: bool) -> click.Command:
             try:
                 info = agent.pause(job_id) if paused else agent.resume(job_id)
             except AgentError as err:
-                raise Failure(err.message, err.exit_code) from err
+                raise Failure(_safe(err.message), err.exit_code) from err
         if output == "json":
             click.echo(json.dumps(info.as_dict(), indent=2))
         elif paused:
@@ -439,7 +439,7 @@ def _job_kind(job_id: str) -> str:
         try:
             return agent.show(job_id).kind
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
 
 
 @jobs_group.command("attach")
@@ -465,7 +465,7 @@ def jobs_logs(job_id: str, output: str) -> None:
         try:
             kind = agent.show(job_id).kind
         except AgentError as err:
-            raise Failure(err.message, err.exit_code) from err
+            raise Failure(_safe(err.message), err.exit_code) from err
         sink, close = printer_for(kind, output)
         finished: Any = None
         for envelope in agent.attach(job_id, follow=False):
