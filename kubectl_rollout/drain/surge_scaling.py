@@ -360,6 +360,10 @@ class SurgeSession:
         # Pods of an older template still running: a rollout is under way. (A scale in progress, such as a
         # leftover surge just restored, is not one: every pod is of the current template.)
         rolling_out = status is not None and (status.updated_replicas or 0) < (status.replicas or 0)
+        # A record here now is another drain's live surge (the leftovers of dead ones were restored before the
+        # plan): said in that drain's words, from its Lease, rather than as a leftover.
+        recorded = record_of(deployment) is not None
+        held = surge_lease(self.cluster, ref.namespace, ref.name).held() if recorded else None
         return WorkloadFacts(
             kind=ref.kind,
             namespace=ref.namespace,
@@ -370,8 +374,9 @@ class SurgeSession:
             room_by_spec=self._room_by_spec(owner, desired),
             autoscaler=self._autoscaler_of(ref),
             gitops=gitops_marker(deployment.metadata.labels or {}, deployment.metadata.annotations or {}),
-            leftover_record=record_of(deployment) is not None,
+            leftover_record=recorded and held is None,
             rolling_out=rolling_out,
+            lease_held=held.message if held is not None else "",
         )
 
     @staticmethod
@@ -398,7 +403,9 @@ class SurgeSession:
             replicas=workload.replicas,
             room_by_spec=self._room_by_spec(owner, workload.replicas),
             gitops=gitops_marker(workload.labels, workload.annotations),
-            leftover_record=any(record_of(rs, REPLICA_SET) is not None for rs in workload.replica_sets),
+            # under a held driver Lease, a record is that holder's live surge: the Lease says whose
+            leftover_record=held is None
+            and any(record_of(rs, REPLICA_SET) is not None for rs in workload.replica_sets),
             rolling_out=bool(why),
             rollout_detail=why,
             lease_held=held.message if held is not None else "",
