@@ -50,6 +50,9 @@ from kubectl_rollout.jobs.spec import JobSpec
 
 #: how long a spawned agent may take to answer (it imports the kubernetes client first)
 START_TIMEOUT = 20.0
+#: how long a listening agent may take to answer hello: one that accepts and never answers (stopped, wedged)
+#: must not hang every command that connects
+HELLO_TIMEOUT = 10.0
 #: sees every line sent (">") and received ("<"), for tests and debugging
 Trace = Callable[[str, bytes], None]
 
@@ -187,7 +190,7 @@ class AgentClient:
 
 def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: float | None = None) -> AgentClient:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(io_timeout)
+    sock.settimeout(HELLO_TIMEOUT if io_timeout is None else min(io_timeout, HELLO_TIMEOUT))
     try:
         sock.connect(str(paths.socket))
     except OSError:
@@ -196,12 +199,20 @@ def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: floa
     client = AgentClient(sock, paths, trace=trace, name=name)
     try:
         client.hello()
+        sock.settimeout(io_timeout)  # an attached stream may wait long between events: no bound unless asked
     except ProtocolError:
         client.close()
         raise
     except AgentError as err:
-        # Accepted, then reset: the agent is exiting (a killed agent's last thread still held the socket).
         client.close()
+        if isinstance(err.__cause__, TimeoutError):
+            # Listening, and silent: starting another beside it would fail on its pid lock. Said at once.
+            raise AgentUnavailable(
+                f"the agent at {paths.socket} accepted the connection but did not answer within "
+                f"{HELLO_TIMEOUT:.0f} s (stopped or stuck); `{command('agent', 'status')}` shows it, "
+                f"`{command('agent', 'stop', '--force')}` ends it"
+            ) from err
+        # Accepted, then reset: the agent is exiting (a killed agent's last thread still held the socket).
         raise ConnectionResetError(errno.ECONNRESET, "the agent hung up during hello") from err
     except BaseException:
         client.close()

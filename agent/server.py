@@ -72,7 +72,7 @@ from kubectl_rollout.agent.protocol import (
 )
 from kubectl_rollout.agent.request_schema import validate
 from kubectl_rollout.agent.settings import Settings
-from kubectl_rollout.jobs.events.base import Envelope
+from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
@@ -649,8 +649,10 @@ class Agent:
         from_seq: int = params["from_seq"]
         job = self.live.get(info.id)
         if job is None:
-            # Finished (or not run by this agent): its events come from the journal, then the stream ends.
-            spec = JobSpec.from_dict(info.spec)
+            # Finished (or not run by this agent): its events come from the journal, then the stream ends. Its
+            # spec is only carried along, never run: decoded as journaled, even if an older agent let through
+            # what the schema now refuses.
+            spec: JobSpec = decode_dataclass(JobSpec, info.spec)
             history: list[Line] = [(e.seq, e.coalesce_key, encode_event(e.body)) for e in self.journal.events(info.id)]
             job = LiveJob(info.id, spec, resumed=False, history=history)
             job.done = True

@@ -223,6 +223,11 @@ def test_stop_force_ends_an_agent_that_answers_nothing_and_status_says_it_runs(
         status = cli(environ, "agent", "status")
         assert status.returncode == 1
         assert f"an agent runs (pid {pid}) but does not answer" in status.stdout
+        # Any other command says so in one line too, instead of waiting forever for its hello.
+        listed = cli(environ, "jobs", "list", timeout=60)
+        assert listed.returncode == 1
+        assert "accepted the connection but did not answer within 10 s" in listed.stderr
+        assert len(listed.stderr.strip().splitlines()) == 1
         polite = cli(environ, "agent", "stop")
         assert polite.returncode == 1
         assert "agent stop --force" in polite.stderr
