@@ -88,9 +88,14 @@ class AsyncAgentClient:
         reader, writer = await asyncio.open_unix_connection(str(paths.ensure().socket), limit=MAX_LINE)
         connection = cls(reader, writer, paths, name=name)
         try:
-            connection.agent = dict(
-                await connection.call(Method.HELLO, protocol=PROTOCOL_VERSION, oldest=OLDEST_ACCEPTED, client=name)
-            )
+            hello = connection.call(Method.HELLO, protocol=PROTOCOL_VERSION, oldest=OLDEST_ACCEPTED, client=name)
+            connection.agent = dict(await asyncio.wait_for(hello, sync_client.HELLO_TIMEOUT))
+        except TimeoutError as err:
+            await connection.close()
+            raise AgentUnavailable(
+                f"the agent at {paths.socket} accepted the connection but did not answer within "
+                f"{sync_client.HELLO_TIMEOUT:.0f} s (stopped or stuck); `{command('agent', 'stop', '--force')}` ends it"
+            ) from err
         except BaseException:
             await connection.close()
             raise

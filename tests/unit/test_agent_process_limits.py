@@ -4,6 +4,7 @@ answers, a process that answers nothing, a runtime directory others can read. Re
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.server
 import os
@@ -25,8 +26,9 @@ from typing import Any
 import pytest
 
 from kubectl_rollout.agent import cluster_calls
+from kubectl_rollout.agent.async_client import AsyncAgentClient
 from kubectl_rollout.agent.client import agent_pid, agent_running, connect
-from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
 from kubectl_rollout.agent.server import MAX_STREAMS
@@ -228,6 +230,9 @@ def test_stop_force_ends_an_agent_that_answers_nothing_and_status_says_it_runs(
         assert listed.returncode == 1
         assert "accepted the connection but did not answer within 10 s" in listed.stderr
         assert len(listed.stderr.strip().splitlines()) == 1
+        # The TUI's client too.
+        with pytest.raises(AgentUnavailable, match="did not answer within 10 s"):
+            asyncio.run(asyncio.wait_for(AsyncAgentClient.open(paths, start=False), 30))
         polite = cli(environ, "agent", "stop")
         assert polite.returncode == 1
         assert "agent stop --force" in polite.stderr
