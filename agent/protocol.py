@@ -77,6 +77,8 @@ class Notice(enum.StrEnum):
     LAGGED = "lagged"
     #: an attached stream is over: params ``{"job", "last_seq"}``
     END = "end"
+    #: an event longer than the line limit, not sent: params ``{"job", "seq", "bytes", "limit"}``
+    OMITTED = "omitted"
 
 
 class ProtocolError(AgentError):

@@ -679,7 +679,8 @@ class Agent:
                             connection.write(encode(Notification(Notice.LAGGED, skipped)))
                         backlog = kept
                     for start in range(0, len(backlog), CHUNK):
-                        connection.write(b"".join(line for _seq, _key, line in backlog[start : start + CHUNK]))
+                        chunk = backlog[start : start + CHUNK]
+                        connection.write(b"".join(_fitting(job.id, seq, line) for seq, _key, line in chunk))
                         await connection.drain()
                     next_seq = backlog[-1][0] + 1
                     continue
@@ -701,6 +702,18 @@ class Agent:
     @property
     def force_exit(self) -> bool:
         return self._force_exit
+
+
+def _fitting(job_id: str, seq: int, line: bytes) -> bytes:
+    """An event's line, or, past the line limit, an ``omitted`` notice in its place: a client reads at most
+    MAX_LINE, and a longer line would leave it reading the rest as the next lines."""
+    if len(line) <= MAX_LINE:
+        return line
+    log.warning(
+        "job %s: event %d is %d bytes, past the line limit; clients get an omitted notice", job_id, seq, len(line)
+    )
+    params = {"job": job_id, "seq": seq, "bytes": len(line), "limit": MAX_LINE}
+    return encode(Notification(Notice.OMITTED, params))
 
 
 def spec_to_resume(spec: JobSpec, recorded: set[str]) -> JobSpec:
