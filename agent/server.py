@@ -144,15 +144,22 @@ class Connection:
         self.stall_seconds = stall_seconds
         self.client = "?"
         self.greeted = False
+        #: dropped for reading nothing for stall_seconds
+        self.dropped = False
 
     def write(self, data: bytes) -> None:
         if not self.writer.is_closing():
             self.writer.write(data)
 
     async def drain(self) -> None:
+        if self.dropped:
+            raise ConnectionResetError("client stalled")
         try:
             await asyncio.wait_for(self.writer.drain(), self.stall_seconds)
         except TimeoutError:
+            if self.dropped:  # an answer and a stream waited on it together: dropped (and logged) once
+                raise ConnectionResetError("client stalled") from None
+            self.dropped = True
             log.warning(
                 "dropped client pid %d (%s): it read nothing for %.0f s; jobs go on",
                 self.pid,

@@ -316,6 +316,7 @@ def test_pipelined_requests_whose_answers_are_never_read_do_not_grow_the_agent(
         print(f"RSS before {before / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB (+{grown_mib:.1f} MiB)")
         # A client that reads nothing for STALL_SECONDS is dropped, and said so in the log.
         wait_for(lambda: "dropped client pid" in paths.log.read_text(), what="the stalled client to be dropped")
+        assert paths.log.read_text().count("dropped client pid") == 1
     finally:
         greedy.close()
 
