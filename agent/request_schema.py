@@ -107,12 +107,10 @@ def text(max_length: int) -> Check:
 
 
 def job_id(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not _JOB_ID.match(value):
-        raise invalid(
-            f"{name} must be a job id (letters, digits, '.', '_', '-'; at most 64), not {_type_name(value)}"
-            if not isinstance(value, str)
-            else f"{name} must be a job id (letters, digits, '.', '_', '-'; at most 64 characters)"
-        )
+    if not isinstance(value, str):
+        raise invalid(f"{name} must be a job id (a string), not {_type_name(value)}")
+    if not _JOB_ID.match(value):
+        raise invalid(f"{name} must be a job id: letters, digits, '.', '_' and '-', at most 64 characters")
     return value
 
 
