@@ -36,6 +36,14 @@ def _cluster_is_healthy(workdir: Path) -> bool:
     return status.returncode == 0
 
 
+@pytest.fixture(autouse=True)
+def _followers_end_with_their_test() -> Iterator[None]:
+    """A watcher (``watching.Follower``) whose thread stopped before its test was done fails the test: one
+    the test stops raises then; one it left running is stopped here, and raises here."""
+    yield
+    watching.stop_followers()
+
+
 @pytest.fixture(scope="session")
 def kubeconfig() -> Iterator[Path]:
     """Path of an admin kubeconfig for the real local control plane."""

@@ -11,11 +11,10 @@ import threading
 import time
 from typing import Any
 
-from kubernetes import watch
+from watching import Follower
 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import is_ready
-from kubectl_rollout.kube.watched_collection import stop_watch
 from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
 
 
@@ -25,52 +24,7 @@ def is_healthy(pod: Any) -> bool:
     return is_ready(pod)
 
 
-class _Follower:
-    """Lists once, then follows a watch from that list's resourceVersion in a thread (no change between the
-    two is missed) until ``stop``, which raises what broke the watch. Subclasses say what to list
-    (``_listing``), take the list (``_seed``) and each event (``_apply``)."""
-
-    def __init__(self) -> None:
-        self._watch = watch.Watch()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error: BaseException | None = None
-
-    def _listing(self) -> tuple[Any, dict[str, Any]]:
-        """The list function and its arguments."""
-        raise NotImplementedError
-
-    def _seed(self, items: list[Any]) -> None:
-        raise NotImplementedError
-
-    def _apply(self, kind: str, obj: Any) -> None:
-        raise NotImplementedError
-
-    def _follow(self) -> None:
-        func, kwargs = self._listing()
-        listing = func(**kwargs)
-        self._seed(listing.items)
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
-
-    def _run(self) -> None:
-        func, kwargs = self._listing()
-        try:
-            for event in self._watch.stream(func, resource_version=self._rv, timeout_seconds=600, **kwargs):
-                self._apply(event["type"], event["object"])
-        except Exception as err:  # surfaced by stop(), unless stop() caused it
-            if not self._stopping:
-                self.error = err
-
-    def _end(self) -> None:
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
-
-
-class HealthyPods(_Follower):
+class HealthyPods(Follower):
     def __init__(self, cluster: Cluster, namespace: str, *, label: str = "app") -> None:
         super().__init__()
         self.cluster = cluster
@@ -79,7 +33,6 @@ class HealthyPods(_Follower):
         self._pods: dict[str, Any] = {}
         self.minimum: dict[str, int] = {}
         self.events = 0
-        self._changed = threading.Condition()
 
     def _count(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -106,9 +59,7 @@ class HealthyPods(_Follower):
             self._pods.pop(pod.metadata.name, None)
         else:
             self._pods[pod.metadata.name] = pod
-        with self._changed:
-            self._record()
-            self._changed.notify_all()
+        self._record()
 
     def start(self) -> HealthyPods:
         self._follow()
@@ -116,21 +67,22 @@ class HealthyPods(_Follower):
 
     def settle(self, expected: dict[str, int], timeout: float = 30) -> None:
         """Wait until the watch has caught up with a known final state."""
-        with self._changed:
-            if not self._changed.wait_for(lambda: self._count() == expected, timeout):
-                raise AssertionError(f"healthy pods never reached {expected}; last seen {self._count()}")
+        if not self.wait(lambda: self._count() == expected, timeout=timeout):
+            raise AssertionError(f"healthy pods never reached {expected}; last seen {self._count()}")
 
     def stop(self) -> dict[str, int]:
         self._end()
         return dict(self.minimum)
 
 
-class PodCensus(_Follower):
+class PodCensus(Follower):
     """Follows a workload's pods (label app=NAME) and records, over the whole watch:
     the most pods at once, the fewest Ready ones, and whether two templates ran together.
 
-    Pods being deleted count neither way: they no longer serve, and the
-    controller's maxSurge bounds the pods it keeps, not those on their way out.
+    Pods being deleted count neither way for the most and the Ready: they no longer serve, and the
+    controller's maxSurge bounds the pods it keeps, not those on their way out. They do count for
+    ``templates_together``: Recreate waits until no old pod runs, terminating ones included (recreate.go's
+    ``oldPodsRunning`` skips only Succeeded and Failed pods), before it starts a new one.
     """
 
     def __init__(self, cluster: Cluster, namespace: str, app: str) -> None:
@@ -153,15 +105,12 @@ class PodCensus(_Follower):
     def _record(self) -> None:
         for pod in self._pods.values():
             self.seen.setdefault(pod.metadata.name, pod.spec.containers[0].image)
-        live = [
-            p
-            for p in self._pods.values()
-            if p.metadata.deletion_timestamp is None and p.status.phase not in ("Succeeded", "Failed")
-        ]
+        running = [p for p in self._pods.values() if p.status.phase not in ("Succeeded", "Failed")]
+        live = [p for p in running if p.metadata.deletion_timestamp is None]
         ready = sum(1 for p in live if is_healthy(p))
         self.most = max(self.most, len(live))
         self.fewest_ready = ready if self.fewest_ready is None else min(self.fewest_ready, ready)
-        hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in live}
+        hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in running}
         self.templates_together |= len(hashes) > 1
 
     def _listing(self) -> tuple[Any, dict[str, Any]]:
@@ -187,7 +136,7 @@ class PodCensus(_Follower):
         return self
 
 
-class ReplicaSetScaling(_Follower):
+class ReplicaSetScaling(Follower):
     """Follows a namespace's ReplicaSets (list, then watch from that list's resourceVersion) and records every
     change of a ReplicaSet's ``spec.replicas`` after the list, with when the watch delivered it.
 
@@ -230,7 +179,7 @@ class ReplicaSetScaling(_Follower):
         return self
 
 
-class ReplicaSetTotals(_Follower):
+class ReplicaSetTotals(Follower):
     """Follows the ReplicaSets of one workload (label app=NAME) and records, over the whole watch, the most
     replicas asked of them all together (the sum of ``spec.replicas``, which maxSurge bounds) and the fewest
     available (the sum of ``status.availableReplicas``: minReadySeconds counted, as the ReplicaSet controller

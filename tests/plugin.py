@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +26,61 @@ def run_plugin(
 def events(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     """The JSON lines of a ``-o jsonl`` run."""
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+class RunningPlugin:
+    """The plugin started as a separate process whose stdout the test follows line by line while it runs, to
+    act the moment it says something (``wait_for``) instead of after a guessed delay."""
+
+    def __init__(self, *args: str, kubeconfig: Path | None = None) -> None:
+        command = [sys.executable, "-m", "kubectl_rollout", *args]
+        if kubeconfig is not None:
+            command += ["--kubeconfig", str(kubeconfig)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        #: the stdout lines taken so far
+        self.stdout: list[str] = []
+        self._stderr: list[str] = []
+        # Both pipes read all along: a full stderr pipe would stall the plugin.
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, self.lines.put), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, self._stderr.append), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: Any, take: Callable[[str | None], None]) -> None:
+        for line in stream:
+            take(line)
+        stream.close()
+        take(None)  # the end of the output
+
+    def wait_for(self, predicate: Callable[[str], bool], *, timeout: float, what: str) -> str:
+        """The first stdout line (after the last one taken) for which ``predicate`` holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {what} within {timeout} s; it said {self.stdout}") from None
+            if line is None:
+                raise AssertionError(f"the plugin ended before {what}; it said {self.stdout}")
+            self.stdout.append(line)
+            if predicate(line):
+                return line
+
+    def finish(self, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        """Wait for the process to end; the whole of its output, as ``run_plugin`` gives it."""
+        try:
+            self.process.wait(timeout)
+        finally:
+            self.process.kill()  # a no-op once it ended
+            for reader in self._readers:
+                reader.join(10)
+        while not self.lines.empty():
+            line = self.lines.get_nowait()
+            if line is not None:
+                self.stdout.append(line)
+        stderr = "".join(line for line in self._stderr if line is not None)
+        return subprocess.CompletedProcess(self.process.args, self.process.returncode, "".join(self.stdout), stderr)

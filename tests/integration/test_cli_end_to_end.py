@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import watching
 import yaml
 from cluster_setup import deploy
 from invariants import PodCensus
-from kubernetes import watch
 from plugin import events, run_plugin
+from watching import Follower
 
 from kubectl_rollout.kube.cluster_access import Cluster
 
@@ -121,6 +120,38 @@ def test_node_names_complete_from_the_cluster(namespace: str, dedicated_nodes: A
 # --- drain flags ---------------------------------------------------------------------------------------
 
 
+class TerminatingPods(Follower):
+    """The most pods of a namespace terminating at once (marked for deletion, not gone yet)."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        super().__init__()
+        self.cluster, self.namespace = cluster, namespace
+        self._terminating: set[str] = set()
+        self.most = 0
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.core.list_namespaced_pod, {"namespace": self.namespace}
+
+    def _seed(self, items: list[Any]) -> None:
+        for pod in items:
+            self._apply("ADDED", pod)
+
+    def _apply(self, kind: str, pod: Any) -> None:
+        if kind == "DELETED":
+            self._terminating.discard(pod.metadata.name)
+        elif pod.metadata.deletion_timestamp is not None:
+            self._terminating.add(pod.metadata.name)
+        self.most = max(self.most, len(self._terminating))
+
+    def start(self) -> TerminatingPods:
+        self._follow()
+        return self
+
+    def stop(self) -> int:
+        self._end()
+        return self.most
+
+
 def test_max_concurrent_evictions_bounds_the_pods_terminating_at_once(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
@@ -135,36 +166,16 @@ def test_max_concurrent_evictions_bounds_the_pods_terminating_at_once(
         annotations={manifests.ON_SIGTERM: "ignore"},
         pod_spec={"terminationGracePeriodSeconds": 2},
     )
-    terminating: set[str] = set()
-    most = [0]
-    stream = watch.Watch()
-    listing = cluster.core.list_namespaced_pod(namespace)
-
-    def follow() -> None:
-        for event in stream.stream(
-            cluster.core.list_namespaced_pod,
-            namespace,
-            resource_version=listing.metadata.resource_version,
-            timeout_seconds=120,
-        ):
-            pod = event["object"]
-            if event["type"] == "DELETED":
-                terminating.discard(pod.metadata.name)
-            elif pod.metadata.deletion_timestamp is not None:
-                terminating.add(pod.metadata.name)
-            most[0] = max(most[0], len(terminating))
-
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
+    # Watched until after the drain, every pod's end included (stop catches up with the cluster).
+    terminating = TerminatingPods(cluster, namespace).start()
     result = run_plugin(
         "drain", target, "--max-concurrent-evictions", "2", "--timeout", "90s", "-o", "jsonl", kubeconfig=kubeconfig
     )
-    stream.stop()
-    thread.join(10)
+    most = terminating.stop()
 
     assert result.returncode == 0, result.stderr
     assert sum(e["type"] == "PodEvicted" for e in events(result)) == 6
-    assert most[0] == 2
+    assert most == 2
     # The events agree with the cluster: a pod is "evicting" only once it holds one of the 2 slots.
     evicting: set[str] = set()
     most_said = 0

@@ -7,7 +7,6 @@ test's pods share them, and runs the plugin as a separate process.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 import watching
 from cluster_setup import create_namespace, deploy
 from invariants import HealthyPods
-from plugin import events, run_plugin
+from plugin import RunningPlugin, events, run_plugin
 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import is_ready
@@ -67,6 +66,22 @@ def drain(kubeconfig: Path, *args: str, timeout: float = 180) -> Any:
 
 def by_type(result: Any, kind: str) -> list[dict[str, Any]]:
     return [e for e in events(result) if e["type"] == kind]
+
+
+def evictions_answered(cluster: Cluster, code: int) -> int:
+    """How many eviction requests the API server has answered with ``code`` since it started (its own
+    metrics): a refusal leaves nothing else in the cluster to see."""
+    response = cluster.api_client.call_api("/metrics", "GET", _preload_content=False, auth_settings=["BearerToken"])
+    total = 0
+    for line in response.data.decode().splitlines():
+        if (
+            line.startswith("apiserver_request_total{")
+            and f'code="{code}"' in line
+            and 'resource="pods"' in line
+            and 'subresource="eviction"' in line
+        ):
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
 
 
 # --- the main scenario ----------------------------------------------------------------------------
@@ -472,17 +487,30 @@ def test_terminating_namespace_is_waited_out_like_kubectl(
         what="the pod to be terminating",
     )
 
-    def release_later() -> None:
-        time.sleep(3)
-        cluster.core.patch_namespaced_pod(pod.metadata.name, doomed, {"metadata": {"finalizers": None}})
+    refused_before = evictions_answered(cluster, 403)
 
-    releaser = threading.Thread(target=release_later)
-    releaser.start()
-    result = drain(kubeconfig, target, "--timeout", "60s")
-    releaser.join()
+    # Released only once the drain has been refused (403, NamespaceTerminating) and so is waiting the pod
+    # out: its EvictionStarted line, then the API server's count of 403 answers to an eviction.
+    drain = RunningPlugin("drain", target, "--timeout", "60s", "-o", "jsonl", kubeconfig=kubeconfig)
+    try:
+        drain.wait_for(
+            lambda line: '"EvictionStarted"' in line and pod.metadata.name in line,
+            timeout=60,
+            what=f"the eviction of {pod.metadata.name}",
+        )
+        watching.eventually(
+            lambda: evictions_answered(cluster, 403) > refused_before,
+            timeout=30,
+            what="the API server to refuse the eviction (403)",
+        )
+        cluster.core.patch_namespaced_pod(pod.metadata.name, doomed, {"metadata": {"finalizers": None}})
+    finally:
+        result = drain.finish(timeout=90)
 
     assert result.returncode == 0, result.stderr
     assert [e["pod"]["name"] for e in by_type(result, "PodGone")] == [pod.metadata.name]
+    assert len(by_type(result, "EvictionStarted")) == 1  # refused once, then waited out: no retry
+    assert by_type(result, "PodFailed") == []
 
 
 def test_unhealthy_pod_eviction_policy_always_allow_lets_a_never_ready_pod_go(

@@ -23,60 +23,45 @@ from cluster_setup import deploy
 from integration.test_drain import add_pdb, by_type, node_state, only_schedulable, pods_on, snapshot
 from integration.test_rollouts import apply as apply_workload
 from invariants import HealthyPods
-from kubernetes import client, watch
+from kubernetes import client
 from plugin import events, run_plugin
+from watching import Follower
 
 from kubectl_rollout.drain import surge_record
 from kubectl_rollout.drain.surge_scaling import surge_lease
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.watched_collection import stop_watch
 from kubectl_rollout.kube.workload_lease import expires_at
 from kubectl_rollout.rollout import record as managed_record
 
 
-class ReplicaHistory:
+class ReplicaHistory(Follower):
     """Every spec.replicas a Deployment (or a ReplicaSet: ``kind="replica_set"``) had, in the API server's
     order, from before the drain until after it."""
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, kind: str = "deployment") -> None:
+        super().__init__()
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self._list = getattr(cluster.apps, f"list_namespaced_{kind}")
         self.counts: list[int] = []
-        self._watch = watch.Watch()
-        self._stopping = False
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self._list, {"namespace": self.namespace, "field_selector": f"metadata.name={self.name}"}
+
+    def _seed(self, items: list[Any]) -> None:
+        self.counts = [d.spec.replicas for d in items]
+
+    def _apply(self, kind: str, obj: Any) -> None:
+        replicas = obj.spec.replicas
+        if not self.counts or self.counts[-1] != replicas:
+            self.counts.append(replicas)
 
     def start(self) -> ReplicaHistory:
-        listing = self._list(self.namespace, field_selector=f"metadata.name={self.name}")
-        self.counts = [d.spec.replicas for d in listing.items]
-        self._rv = listing.metadata.resource_version
-        self._thread.start()
+        self._follow()
         return self
 
-    def _run(self) -> None:
-        try:
-            for event in self._watch.stream(
-                self._list,
-                self.namespace,
-                field_selector=f"metadata.name={self.name}",
-                resource_version=self._rv,
-                timeout_seconds=600,
-            ):
-                replicas = event["object"].spec.replicas
-                if not self.counts or self.counts[-1] != replicas:
-                    self.counts.append(replicas)
-        except Exception as err:
-            if not self._stopping:
-                self.error = err
-
     def stop(self) -> list[int]:
-        time.sleep(0.5)  # the last change reaches the watch
-        self._stopping = True
-        stop_watch(self._watch)
-        self._thread.join(10)
-        if self.error is not None:
-            raise self.error
+        # Caught up with the object as it is now (its last change delivered), not after a guessed delay.
+        self._end()
         return self.counts
 
 

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import manifests
 import watching
-from kubernetes import watch
+from watching import Follower
 
 from kubectl_rollout.jobs.events.base import Envelope
-from kubectl_rollout.jobs.events.eviction import EvictionStarted, PodGone
+from kubectl_rollout.jobs.events.eviction import EvictionStarted, PodEvicted, PodGone
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
 from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.jobs.runner import run_job
 from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.watched_collection import stop_watch
 
 OPERATOR = "rollout-plus-operator"
 
@@ -88,58 +86,56 @@ def test_a_job_spec_and_every_event_hold_no_credential(
     assert isinstance(seen[-1].event, JobFinished)
 
 
-class _Deletions:
-    """When each pod of the namespace was first seen marked for deletion (watch arrival, monotonic)."""
+class _Deletions(Follower):
+    """The pods of the namespace the cluster ever marked for deletion."""
 
     def __init__(self, cluster: Cluster, namespace: str) -> None:
-        self.marked: dict[str, float] = {}
-        self._stopping = False
-        self._watch = watch.Watch()
-        listing = cluster.core.list_namespaced_pod(namespace)
-        self._thread = threading.Thread(
-            target=self._run, args=(cluster, namespace, listing.metadata.resource_version), daemon=True
-        )
-        self._thread.start()
+        super().__init__()
+        self.cluster, self.namespace = cluster, namespace
+        self.marked: set[str] = set()
 
-    def _run(self, cluster: Cluster, namespace: str, resource_version: str) -> None:
-        stream = self._watch.stream(
-            cluster.core.list_namespaced_pod, namespace, resource_version=resource_version, timeout_seconds=300
-        )
-        try:
-            for item in stream:
-                pod = item["object"]
-                if pod.metadata.deletion_timestamp is not None:
-                    self.marked.setdefault(pod.metadata.name, time.monotonic())
-        except Exception:
-            if not self._stopping:
-                raise
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.core.list_namespaced_pod, {"namespace": self.namespace}
 
-    def stop(self) -> None:
-        self._stopping = True
-        stop_watch(self._watch)
+    def _seed(self, items: list[Any]) -> None:
+        for pod in items:
+            self._apply("ADDED", pod)
+
+    def _apply(self, kind: str, pod: Any) -> None:
+        if pod.metadata.deletion_timestamp is not None:
+            self.marked.add(pod.metadata.name)
+
+    def start(self) -> _Deletions:
+        self._follow()
+        return self
+
+    def stop(self) -> set[str]:
+        self._end()  # caught up with the cluster as it is now: a mark made before this is in ``marked``
+        return set(self.marked)
 
 
 def test_cancelling_a_drain_stops_new_evictions_within_a_second_and_leaves_the_node_cordoned(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     node, spare = dedicated_nodes(2)
-    # Six pods behind maxUnavailable 1, replacements Ready only after 4 s: the drain goes one pod at a time.
+    # Six pods behind maxUnavailable 1, replacements Ready only after 4 s: the drain goes one pod at a time, and
+    # when the first pod is gone the next waits for its PDB (4 s), so no eviction is under way at the cancel.
     _place(cluster, namespace, node, spare, replicas=6, ready_after="4s", max_unavailable=1)
     spec = JobSpec(
         kind=JobKind.DRAIN,
         connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
         drain=DrainJob(nodes=(node,)),
     )
-    seen: list[tuple[float, Envelope]] = []
+    seen: list[Envelope] = []
     first_gone = threading.Event()
 
     def sink(envelope: Envelope) -> None:
-        seen.append((time.monotonic(), envelope))
+        seen.append(envelope)
         if isinstance(envelope.event, PodGone):
             first_gone.set()
 
     cancel = threading.Event()
-    deletions = _Deletions(cluster, namespace)
+    deletions = _Deletions(cluster, namespace).start()
     outcome: dict[str, Any] = {}
     runner = threading.Thread(
         target=lambda: outcome.update(result=run_job(spec, EventStream("cancel-test", sink).emit, cancel))
@@ -147,28 +143,30 @@ def test_cancelling_a_drain_stops_new_evictions_within_a_second_and_leaves_the_n
     runner.start()
     try:
         assert first_gone.wait(60), "the drain never evicted a pod"
-        cancelled_at = time.monotonic()
+        # The events after this index came after the cancel (the sink runs in the job's thread, in order).
+        at_cancel = len(seen)
         cancel.set()
         runner.join(30)
         assert not runner.is_alive(), "the drain did not stop within 30 s of the cancel"
-        time.sleep(2)  # any eviction that slipped through would show in the watch by now
     finally:
         cancel.set()
         runner.join()
-        deletions.stop()
+        marked = deletions.stop()
 
     result = outcome["result"]
     assert result.state is JobState.CANCELLED, result
     assert result.exit_code == 1
-    late = [e.event for t, e in seen if isinstance(e.event, EvictionStarted) and t > cancelled_at + 1.0]
+    # Not one eviction after the cancel, in our events or in the cluster: no attempt after it, and the pods
+    # marked for deletion (all of them, watched until after the job ended) are exactly those evicted before it.
+    late = [e.event for e in seen[at_cancel:] if isinstance(e.event, EvictionStarted)]
     assert late == [], late
-    # What the cluster saw, not what we logged: no pod was marked for deletion a second after the cancel.
-    assert deletions.marked, "the watch saw no eviction at all"
-    assert max(deletions.marked.values()) <= cancelled_at + 1.0, deletions.marked
+    evicted_before = {e.event.pod.name for e in seen[:at_cancel] if isinstance(e.event, PodEvicted)}
+    assert evicted_before, "the drain evicted nothing before the cancel"
+    assert marked == evicted_before, (marked, evicted_before)
     remaining = [p for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == node]
     assert remaining, "every pod left the node: the cancel came too late to prove anything"
     assert cluster.core.read_node(node).spec.unschedulable is True
-    assert isinstance(seen[-1][1].event, JobFinished)
+    assert isinstance(seen[-1].event, JobFinished)
 
 
 def test_a_job_on_a_missing_node_fails_with_kubectls_words_and_changes_nothing(

@@ -327,7 +327,10 @@ def test_rolling_update_side_by_side_with_the_controller(
 def test_recreate_side_by_side_never_runs_old_and_new_pods_together(both: SideBySide) -> None:
     # Issue 12 item 5: Recreate counts maxUnavailable 0 for Available, so both sides go Available False when
     # the old pods go and True again only when every new one is available; watched on both, write by write.
-    document = workload("web", 4, recreate=True)
+    # The old pods ignore SIGTERM and linger for their 2 s grace period: Recreate must wait them out too (the
+    # census counts terminating pods as running), not only until they are marked for deletion.
+    document = workload("web", 4, recreate=True, extra={manifests.ON_SIGTERM: "ignore"})
+    document["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2
     both.apply(document)
     both.watch()
     available = [
