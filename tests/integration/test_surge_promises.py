@@ -141,7 +141,7 @@ def kube_events(cluster: Cluster, namespace: str, name: str) -> list[Any]:
     ]
 
 
-# Pods that linger 3 s after their eviction, and one eviction at a time: a gap between two evictions of one
+# Pods that linger 2 s after their eviction, and one eviction at a time: a gap between two evictions of one
 # surged Deployment, in which somebody else changes its count.
 _LINGER = {manifests.ON_SIGTERM: "ignore", manifests.READY_AFTER: "1s"}
 
@@ -155,38 +155,38 @@ def test_a_count_changed_by_someone_else_mid_drain_is_left_alone_and_only_the_re
             cluster,
             namespace,
             "web",
-            3,
+            2,
             pool=namespace,
             annotations=_LINGER,
-            pod_spec={"terminationGracePeriodSeconds": 3},
+            pod_spec={"terminationGracePeriodSeconds": 2},
         )
-        add_pdb(cluster, namespace, "web", app="web", expected=3, min_available=3)
+        add_pdb(cluster, namespace, "web", app="web", expected=2, min_available=2)
     history = DeploymentHistory(cluster, namespace, "web").start()
 
     drain = Drain(kubeconfig, target, "--surge", "--max-concurrent-evictions", "1", "--timeout", "90s")
     started = drain.until("SurgeStarted")
-    assert (started["original"], started["replicas"]) == (3, 6)
+    assert (started["original"], started["replicas"]) == (2, 4)
     drain.until("PodEvicted")
-    # The drain lowered the count to 5 with that eviction; a person now scales the Deployment, as
-    # `kubectl scale --replicas 7` does (a merge patch, no test of the old value).
-    cluster.apps.patch_namespaced_deployment("web", namespace, {"spec": {"replicas": 7}})
+    # The drain lowered the count to 3 with that eviction; a person now scales the Deployment, as
+    # `kubectl scale --replicas 5` does (a merge patch, no test of the old value).
+    cluster.apps.patch_namespaced_deployment("web", namespace, {"spec": {"replicas": 5}})
     code, stderr = drain.finish()
 
     assert code == 0, stderr
     states = history.stop()
     (restored,) = drain.of_type("SurgeRestored")
     surged_by = restored["drain"]
-    # Raised with its record, lowered by one per eviction until someone else's 7, and never touched again:
-    # the later evictions' JSON patches failed their test, and the end removed the record alone.
-    assert states == [(3, None), (6, surged_by), (5, surged_by), (7, surged_by), (7, None)], states
-    assert (restored["replicas"], restored["count_restored"], restored["leftover"]) == (7, False, False)
+    # Raised with its record, lowered by one per eviction until someone else's 5, and never touched again:
+    # the next eviction's JSON patch failed its test, and the end removed the record alone.
+    assert states == [(2, None), (4, surged_by), (3, surged_by), (5, surged_by), (5, None)], states
+    assert (restored["replicas"], restored["count_restored"], restored["leftover"]) == (5, False, False)
     deployment = cluster.apps.read_namespaced_deployment("web", namespace)
-    assert deployment.spec.replicas == 7
+    assert deployment.spec.replicas == 5
     assert not {k for k in deployment.metadata.labels or {} if k.startswith("rollout-plus.kubectl.io/surge")}
     (said,) = [e for e in kube_events(cluster, namespace, "web") if e.reason == "SurgeRestored"]
-    assert said.message == f"Surge of drain {surged_by} ended; the count had been changed to 7 and was left so"
+    assert said.message == f"Surge of drain {surged_by} ended; the count had been changed to 5 and was left so"
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
-    assert len(drain.of_type("PodEvicted")) == 3
+    assert len(drain.of_type("PodEvicted")) == 2
 
 
 def test_a_second_drain_never_surges_a_deployment_another_drain_is_surging(
