@@ -335,11 +335,20 @@ class PodEvictor:
         left = state.remaining()
         net = self.options.retry.max_backoff if left is None else min(left, self.options.retry.max_backoff)
         status = budget.status
+        message = f"The disruption budget {budget.metadata.name} allows no disruption now"
+        if status is not None and (status.observed_generation or 0) < (budget.metadata.generation or 0):
+            # Its counts are those of an older spec (the API server refuses with Retry-After until the
+            # disruption controller catches up): shown as unknown rather than as a budget that needs what it has.
+            message = (
+                f"The disruption budget {budget.metadata.name} is still being processed by the server "
+                "(its status is older than its spec)"
+            )
+            status = None
         self.emit(
             ev.EvictionBlocked(
                 pod=state.ref,
                 reason=ev.BlockReason.PDB_BLOCKED,
-                message=f"The disruption budget {budget.metadata.name} allows no disruption now",
+                message=message,
                 pdb=qualified(budget),
                 healthy=status.current_healthy if status else None,
                 needed=status.desired_healthy if status else None,

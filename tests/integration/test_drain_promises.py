@@ -226,6 +226,13 @@ def test_a_stale_pdb_status_is_waited_out_for_the_servers_whole_retry_after(
     gone = evicted.join(60)
 
     assert finished.drained == (target,), [e.as_dict() for e in seen]
+    # Before the request, the drain saw the stale status on its watch and queued: it says why, without the
+    # stale counts (which would read as a budget that needs no more than it has).
+    queued = next(e.event for e in seen if isinstance(e.event, EvictionBlocked))
+    assert queued.reason.value == "pdb-blocked"
+    assert (queued.healthy, queued.needed) == (None, None)
+    assert "The disruption budget stale is still being processed by the server" in queued.message
+    assert f"PodDisruptionBudget {namespace}/stale allows no disruption now" in blocked_line(queued)
     event = stale.event
     assert isinstance(event, EvictionBlocked)
     assert (event.pdb, event.retry_after) == (f"{namespace}/stale", 10.0)
