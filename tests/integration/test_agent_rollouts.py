@@ -90,12 +90,14 @@ def _environ(paths: AgentPaths) -> dict[str, str]:
     return {**os.environ, ENV_DIR: str(paths.state_dir.parent)}
 
 
-def _run_to_end(paths: AgentPaths, spec: JobSpec) -> None:
+def _run_to_end(paths: AgentPaths, spec: JobSpec) -> list[Envelope]:
     with connect(paths, environ=_environ(paths), name="test") as agent:
         job = agent.submit(spec)
-    finished = _follow(paths, job.id)[-1].event
+    seen = _follow(paths, job.id)
+    finished = seen[-1].event
     assert isinstance(finished, JobFinished)
     assert finished.exit_code == 0, finished
+    return seen
 
 
 def _replica_sets(cluster: Cluster, namespace: str) -> list[tuple[int, int, str]]:
@@ -184,7 +186,11 @@ def test_a_rollout_resumes_after_sigkill_of_the_agent_with_one_new_replica_set(
     c = CASES[case]
     replicas = c["replicas"]
     document = _workload(replicas, c["strategy"], c["ready_after"], **c.get("annotations", {}))
-    _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    # The baseline for the resumed job: how long a fresh agent (this connect starts it, as the one after the
+    # kill does) takes from the client's connect to a job's first step here and now.
+    first_asked = time.time()
+    first_run = _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
+    first_step = first_run[1].at - first_asked
     if "pdb" in c:
         cluster.policy.create_namespaced_pod_disruption_budget(
             namespace, manifests.pdb("web", app="web", min_available=c["pdb"])
@@ -235,11 +241,15 @@ def test_a_rollout_resumes_after_sigkill_of_the_agent_with_one_new_replica_set(
     resumed = seen[starts[1] :]
     assert not any(isinstance(e.event, ev.FollowingDriver) for e in resumed)
     went_on = resumed[1]
+    # From the client's connect (which starts the new agent) to its first step, the resumed job took about what
+    # the first run took (the baseline above, under the same load: start, imports, connection, Lease, first read),
+    # not the Lease's 15 s on top: the 3 s target.
+    resumed_step = went_on.at - asked_at
     print(
         f"\n{case}: the resumed job's first step ({went_on.type}) {went_on.at - restarted_at:.2f} s after the agent's "
-        f"restart ({went_on.at - asked_at:.2f} s after a client started it)"
+        f"restart ({resumed_step:.2f} s after a client started it; a fresh agent's first job: {first_step:.2f} s)"
     )
-    assert went_on.at - restarted_at < 3.0
+    assert resumed_step < first_step + 3.0
 
 
 # --- two agents, one rollout ------------------------------------------------------------------------------

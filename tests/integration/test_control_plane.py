@@ -8,13 +8,14 @@ that do not do what hack/kwok/stages.yaml promises.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import manifests
 import pytest
 import watching
 from cluster_setup import deploy
-from kubernetes import client, watch
+from kubernetes import client
 
 from kubectl_rollout.eviction.refusal import Refusal, classify_refusal
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -124,24 +125,25 @@ def test_eviction_allowed_by_pdb_deletes_the_pod(cluster: Cluster, namespace: st
     )
 
 
-def _follow_pod(cluster: Cluster, namespace: str, created: Any, seconds: float) -> list[tuple[float, Any]]:
-    """Every state of a pod after its creation, over ``seconds``, with the local time each arrived.
+def _follow_pod(
+    cluster: Cluster, namespace: str, created: Any, seconds: float, *, until: Callable[[Any], bool] | None = None
+) -> list[tuple[float, Any]]:
+    """Every state of a pod after its creation, over ``seconds`` (or until a state for which ``until`` holds),
+    with the local time each arrived.
 
     The watch starts at the creation's resourceVersion, so no update is missed
     however fast kwok is.
     """
     seen: list[tuple[float, Any]] = []
-    deadline = time.monotonic() + seconds
-    stream = watch.Watch()
-    for event in stream.stream(
+    stream = watching.ResumedWatch(
         cluster.core.list_namespaced_pod,
-        namespace,
-        resource_version=created.metadata.resource_version,
+        created.metadata.resource_version,
+        namespace=namespace,
         field_selector=f"metadata.name={created.metadata.name}",
-        timeout_seconds=int(seconds) + 1,
-    ):
-        seen.append((time.monotonic(), event["object"]))
-        if time.monotonic() >= deadline:
+    )
+    for _kind, pod in stream.events(deadline=time.monotonic() + seconds):
+        seen.append((time.monotonic(), pod))
+        if until is not None and until(pod):
             stream.stop()
     return seen
 
@@ -153,15 +155,23 @@ READY_DELAY_TOLERANCE = 0.5
 
 def test_delayed_ready_pod_becomes_ready_after_the_delay_asked(cluster: Cluster, namespace: str) -> None:
     delay = 3.0
+    asked = time.monotonic()
     created = cluster.core.create_namespaced_pod(
         namespace, manifests.pod("slow", annotations={manifests.READY_AFTER: f"{delay:g}s"})
     )
 
-    seen = _follow_pod(cluster, namespace, created, delay + 4)
+    seen = _follow_pod(cluster, namespace, created, delay + 30, until=is_ready)
 
     running_at = next(t for t, p in seen if p.status.phase == "Running")
     ready_at = next(t for t, p in seen if is_ready(p))
-    assert delay - 0.1 <= ready_at - running_at <= delay + READY_DELAY_TOLERANCE, ready_at - running_at
+    # The watch shows each state some time after it was written. The baseline, measured here: how long kwok and
+    # the watch took to show the pod Running at all. The Running state can have arrived no later than that
+    # after it was written, so the gap seen can be short of the real one by no more; and it is the load now,
+    # which makes the Ready state late by about as much.
+    reaction = running_at - asked
+    gap = ready_at - running_at
+    print(f"\nRunning seen {reaction:.3f} s after the create, Ready {gap:.3f} s after Running")
+    assert delay - 0.1 - reaction <= gap <= delay + READY_DELAY_TOLERANCE + reaction, (gap, reaction)
 
 
 def test_never_ready_pod_stays_unready(cluster: Cluster, namespace: str) -> None:
@@ -251,24 +261,27 @@ def test_pod_deletion_honours_the_grace_period(cluster: Cluster, namespace: str)
     for name in ("stubborn", "polite"):
         started = time.monotonic()
         deleting = cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=3)
-        stream = watch.Watch()
         # Watch from the deletion's own resourceVersion: the DELETED event may
         # come before a fresh watch would start.
-        for event in stream.stream(
+        stream = watching.ResumedWatch(
             cluster.core.list_namespaced_pod,
-            namespace,
-            resource_version=deleting.metadata.resource_version,
+            deleting.metadata.resource_version,
+            namespace=namespace,
             field_selector=f"metadata.name={name}",
-            timeout_seconds=10,
-        ):
-            if event["type"] == "DELETED":
+        )
+        for kind, _pod in stream.events(deadline=started + 60):
+            if kind == "DELETED":
                 gone_after[name] = time.monotonic() - started
                 stream.stop()
+    print(f"\ngone after {gone_after}")
 
-    # A container that ignores SIGTERM is killed when the grace period ends...
-    assert 3.0 - 0.1 <= gone_after["stubborn"] <= 3.0 + 1.0, gone_after
-    # ...one that exits on SIGTERM goes at once.
-    assert gone_after["polite"] < 1.0, gone_after
+    # A container that ignores SIGTERM is killed when the grace period ends (never before: the time is taken from
+    # before the delete)...
+    assert gone_after["stubborn"] >= 3.0 - 0.1, gone_after
+    # ...one that exits on SIGTERM goes at once: it is the baseline, measured alongside, of how long a deletion
+    # takes here and now when nothing waits. The stubborn one took the grace period on top of that (most of it at
+    # least: its wait began at the delete, before it was seen), and not much more.
+    assert gone_after["polite"] + 2.0 < gone_after["stubborn"] <= gone_after["polite"] + 3.0 + 1.0, gone_after
 
 
 def test_restricted_user_is_refused(kubeconfig: Any, namespace: str) -> None:
