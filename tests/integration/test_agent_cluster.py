@@ -304,13 +304,43 @@ def test_history_lists_revisions_and_an_unknown_workload_is_named(
     assert caught.value.message.startswith(f'managed workload "nope" not found in namespace "{namespace}"')
 
 
+def replica_set_sizes(cluster: Cluster, namespace: str, app: str) -> dict[str, tuple[str, int]]:
+    """The ReplicaSets of ``app`` as the cluster has them now: name -> (image, spec.replicas)."""
+    listing = cluster.apps.list_namespaced_replica_set(namespace, label_selector=f"app={app}")
+    return {rs.metadata.name: (rs.spec.template.spec.containers[0].image, rs.spec.replicas) for rs in listing.items}
+
+
 def test_abort_cancels_the_job_that_drives_the_rollout_and_nothing_else(
     agent_dir: Any, cluster: Cluster, kubeconfig: Path, namespace: str, dedicated_nodes: Any
 ) -> None:
     dedicated_nodes(1)
     connection = _connection(kubeconfig, namespace)
+
+    def set_image(name: str) -> JobSpec:
+        action = RolloutAction(
+            kind=ActionKind.SET_IMAGE,
+            name=name,
+            namespace=namespace,
+            images=(ContainerImage(container="app", image=V2),),
+        )
+        return JobSpec(kind=JobKind.ROLLOUT, connection=connection, rollout=action)
+
     with connect(name="test") as agent:
-        apply_managed(agent, connection, managed_workload("web", namespace, replicas=3, ready_after="3s"))
+        # Two workloads, created side by side: web, whose rollout is aborted, and api, whose rollout must go on.
+        created = [
+            agent.submit(
+                JobSpec(
+                    kind=JobKind.ROLLOUT,
+                    connection=connection,
+                    rollout=RolloutAction(kind=ActionKind.APPLY, manifest=doc),
+                )
+            )
+            for doc in (
+                managed_workload("web", namespace, replicas=3, ready_after="2s"),
+                managed_workload("api", namespace, replicas=2, ready_after="1s"),
+            )
+        ]
+        assert [_follow(agent, job.id)[-1].event.exit_code for job in created] == [0, 0]
         with pytest.raises(ProtocolError) as idle:
             agent.run(cluster_calls.abort(connection, "web"))
         assert idle.value.code == ErrorCode.NO_SUCH_JOB
@@ -318,29 +348,36 @@ def test_abort_cancels_the_job_that_drives_the_rollout_and_nothing_else(
             idle.value.message
         )
 
-        set_image = RolloutAction(
-            kind=ActionKind.SET_IMAGE,
-            name="web",
-            namespace=namespace,
-            images=(ContainerImage(container="app", image=V2),),
-        )
-        job = agent.submit(JobSpec(kind=JobKind.ROLLOUT, connection=connection, rollout=set_image))
+        other = agent.submit(set_image("api"))
+        job = agent.submit(set_image("web"))
         with connect(name="test") as follower:
-            _follow(follower, job.id, until=lambda e: isinstance(e, ReplicaSetCreated))
-        (web,) = agent.run(cluster_calls.workloads(connection))
-        assert web.driven_by == job.id
+            for started in (other, job):
+                _follow(follower, started.id, until=lambda e: isinstance(e, ReplicaSetCreated))
+        driven = {row.name: row.driven_by for row in agent.run(cluster_calls.workloads(connection))}
+        assert driven == {"web": job.id, "api": other.id}
 
         aborted = agent.run(cluster_calls.abort(connection, "web"))
         assert aborted.id == job.id
         assert aborted.cancel_requested
         finished = _follow(agent, job.id)[-1].event
+        # web as the cluster has it once its job ended; api's rollout still runs
+        stopped_at = replica_set_sizes(cluster, namespace, "web")
+        other_finished = _follow(agent, other.id)[-1].event
     assert isinstance(finished, JobFinished)
     assert finished.state is JobState.CANCELLED
-    # The rollout stopped part-way: the new revision is not complete, and no job drives it.
+    # Nothing else: api's job went on to the end, and in the cluster its rollout is complete ...
+    assert isinstance(other_finished, JobFinished)
+    assert (other_finished.state, other_finished.exit_code) == (JobState.SUCCEEDED, 0)
+    assert sorted(replica_set_sizes(cluster, namespace, "api").values()) == [(manifests.IMAGE, 0), (V2, 2)]
+    # ... while web's stopped part-way: no ReplicaSet of it created or resized since its job ended, the new
+    # revision not complete.
+    assert replica_set_sizes(cluster, namespace, "web") == stopped_at
+    new_size = next(replicas for image, replicas in stopped_at.values() if image == V2)
+    assert new_size < 3, stopped_at
     with connect(name="test") as agent:
-        (web,) = agent.run(cluster_calls.workloads(connection))
-    assert web.driven_by == ""
-    assert web.revision == 2
+        rows = {row.name: row for row in agent.run(cluster_calls.workloads(connection))}
+    assert rows["web"].driven_by == rows["api"].driven_by == ""
+    assert rows["web"].revision == 2
 
 
 def test_a_context_without_permission_gets_a_clear_error_and_the_node_stays(

@@ -15,8 +15,10 @@ import pytest
 import watching
 import yaml
 from cluster_setup import deploy
+from integration.test_drain import cordons_before_the_first_eviction, one_pod_on_each
 from invariants import PodCensus
 from plugin import events, run_plugin
+from timeline import Timeline
 from watching import Follower
 
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -217,8 +219,20 @@ def test_without_node_batch_is_kubectls_order_all_cordoned_first(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     nodes = dedicated_nodes(2)
+    one_pod_on_each(cluster, namespace, nodes)
+    timeline = (
+        Timeline()
+        .watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
+        .watch("node", cluster.core.list_node, label_selector=f"{manifests.POOL_LABEL}={namespace}")
+    )
+
     result = run_plugin("drain", "-l", f"{manifests.POOL_LABEL}={namespace}", "-o", "jsonl", kubeconfig=kubeconfig)
+    timeline.stop()
+
     assert result.returncode == 0, result.stderr
+    # kubectl's order, in the cluster: every node cordoned before the first pod of any is evicted.
+    late = cordons_before_the_first_eviction(timeline, nodes)
+    assert late == [], f"not yet cordoned when the cluster took the first pod: {late}"
     kinds = [json.loads(line)["type"] for line in result.stdout.splitlines() if line.startswith("{")]
     assert "BatchStarted" not in kinds
     first_drained = kinds.index("NodeDrained")

@@ -7,6 +7,7 @@ test's pods share them, and runs the plugin as a separate process.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,11 @@ from typing import Any
 import manifests
 import pytest
 import watching
+from access_review import allowed
 from cluster_setup import create_namespace, deploy
-from invariants import HealthyPods
+from invariants import HealthyPods, is_healthy
 from plugin import RunningPlugin, events, run_plugin
+from timeline import Timeline, cordoned, marked_for_deletion
 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.pods import is_ready
@@ -118,8 +121,10 @@ def test_blocked_pods_are_explained_with_pdb_counts(
     with only_schedulable(cluster, target, [spare]):
         deploy(cluster, namespace, "web", 3, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
         add_pdb(cluster, namespace, "web-pdb", app="web", expected=3, max_unavailable=1)
+    budgets = Timeline().watch("pdb", cluster.policy.list_namespaced_pod_disruption_budget, namespace=namespace)
 
     text = run_plugin("drain", target, kubeconfig=kubeconfig)
+    budgets.stop()
 
     assert text.returncode == 0, text.stderr
     assert f"node/{target} cordoned" in text.stdout
@@ -128,6 +133,21 @@ def test_blocked_pods_are_explained_with_pdb_counts(
     assert blocked, text.stderr
     assert f"PodDisruptionBudget {namespace}/web-pdb" in blocked[0]
     assert "blocked since" in blocked[0]
+    # The counts are the budget's own, as the disruption controller wrote them while it allowed no disruption:
+    # maxUnavailable 1 of 3 needs 2 healthy, and 2 were while the third's replacement was not Ready yet.
+    no_room = {
+        (w.obj.status.current_healthy, w.obj.status.desired_healthy)
+        for w in budgets.writes("pdb")
+        if w.obj.status is not None and w.obj.status.disruptions_allowed == 0
+    }
+    explained = [line for line in blocked if "allows no disruption now" in line]
+    assert explained, text.stderr
+    for line in explained:
+        counts = re.search(r"\(healthy (\d+), needs (\d+)\)", line)
+        assert counts is not None, line
+        said = (int(counts.group(1)), int(counts.group(2)))
+        assert said == (2, 2), line
+        assert said in no_room, (line, no_room)
 
 
 # --- kubectl's filters ----------------------------------------------------------------------------
@@ -301,13 +321,22 @@ def test_grace_period_overrides_the_pods_own(
         annotations={manifests.ON_SIGTERM: "ignore"},
         pod_spec={"terminationGracePeriodSeconds": 120},
     )
+    pods = Timeline().watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
 
     result = drain(kubeconfig, target, "--grace-period", "2")
+    pods.stop()
 
     assert result.returncode == 0, result.stderr
-    (gone,) = by_type(result, "PodGone")
-    # The pod ignores SIGTERM: it lives exactly the grace period we asked, not its own 120 s.
-    assert 2.0 <= gone["after"] < 5.0, gone
+    marked = next(w for w in pods.writes("pod") if w.obj.metadata.deletion_timestamp is not None)
+    gone = next(w for w in pods.writes("pod") if w.type == "DELETED" and w.name == marked.name)
+    # The API server took the grace period we asked for the pod's deletion, not its own 120 s ...
+    asked = marked.obj.metadata.deletion_grace_period_seconds
+    assert asked == 2, f"the API server was asked for a grace period of {asked} s"
+    # ... and the pod, which ignores SIGTERM, lived through exactly that: not killed at once, not kept 120 s.
+    assert 1.5 <= gone.at - marked.at < 60, gone.at - marked.at
+    (reported,) = by_type(result, "PodGone")
+    assert reported["pod"]["name"] == marked.name
+    assert 2.0 <= reported["after"] < 5.0, reported
 
 
 # --- dry runs and plans -----------------------------------------------------------------------------
@@ -575,27 +604,76 @@ def test_node_batch_waits_for_evicted_workloads_between_batches(
         deploy(cluster, namespace, "web", 2, pool=namespace, annotations={manifests.READY_AFTER: "2s"})
     with only_schedulable(cluster, second, [first, spare]):
         deploy(cluster, namespace, "api", 2, pool=namespace, annotations={manifests.READY_AFTER: "2s"})
+    timeline = (
+        Timeline()
+        .watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
+        .watch("node", cluster.core.list_node, label_selector=f"{manifests.POOL_LABEL}={namespace}")
+    )
 
     result = drain(kubeconfig, first, second, "--node-batch", "1")
+    timeline.stop()
 
     assert result.returncode == 0, result.stderr
+    # What the cluster did, in its order: the second node was cordoned only once web, evicted from the first,
+    # had its 2 pods Ready elsewhere again.
+    second_cordoned = timeline.first(lambda w, _: w.kind == "node" and w.name == second and cordoned(w.obj))
+    assert second_cordoned is not None
+    pods = timeline.state_after(second_cordoned)["pod"].values()
+    web = [p for p in pods if p.metadata.labels.get("app") == "web" and p.spec.node_name != first and is_healthy(p)]
+    assert len(web) == 2, f"{second} was cordoned while web had {len(web)} of its 2 pods Ready off {first}"
+    # Our events say the same.
     kinds = [e["type"] for e in events(result)]
     first_batch_end = kinds.index("NodeDrained")
     second_batch = kinds.index("BatchStarted", first_batch_end)
     assert "WorkloadsAvailable" in kinds[first_batch_end:second_batch]
     # Nodes are cordoned batch by batch, not all up front.
-    cordoned = [e["node"] for e in by_type(result, "NodeCordoned")]
-    assert cordoned == [first, second]
+    cordoned_said = [e["node"] for e in by_type(result, "NodeCordoned")]
+    assert cordoned_said == [first, second]
     assert kinds.index("NodeCordoned", first_batch_end) > first_batch_end
+
+
+def one_pod_on_each(cluster: Cluster, namespace: str, nodes: list[str]) -> None:
+    """A one-replica Deployment on each of ``nodes`` (its pod Running there): something each drain must evict."""
+    for i, node in enumerate(nodes):
+        deploy(cluster, namespace, f"on{i}", 1, pool=namespace, node=node, wait=False)
+    watching.until_collection(
+        cluster.core.list_namespaced_pod,
+        lambda pods: sorted(p.spec.node_name for p in pods if p.status.phase == "Running") == sorted(nodes),
+        namespace=namespace,
+        timeout=60,
+        what="one pod running on each node",
+    )
+
+
+def cordons_before_the_first_eviction(timeline: Timeline, nodes: list[str]) -> list[str]:
+    """The nodes that were not cordoned yet when the cluster marked the first of their pods for deletion."""
+    evicted = timeline.first(lambda w, _: w.kind == "pod" and w.obj.spec.node_name in nodes and marked_for_deletion(w))
+    assert evicted is not None, "no pod of these nodes was evicted"
+    cordons = {
+        node: timeline.first(lambda w, _, node=node: w.kind == "node" and w.name == node and cordoned(w.obj))
+        for node in nodes
+    }
+    return [node for node, write in cordons.items() if write is None or write.revision > evicted.revision]
 
 
 def test_several_nodes_by_selector_are_all_cordoned_first(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     nodes = dedicated_nodes(2)
+    one_pod_on_each(cluster, namespace, nodes)
+    timeline = (
+        Timeline()
+        .watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
+        .watch("node", cluster.core.list_node, label_selector=f"{manifests.POOL_LABEL}={namespace}")
+    )
+
     result = drain(kubeconfig, "-l", f"{manifests.POOL_LABEL}={namespace}")
+    timeline.stop()
 
     assert result.returncode == 0, result.stderr
+    # In the cluster: both nodes cordoned before the first pod of either was evicted.
+    late = cordons_before_the_first_eviction(timeline, nodes)
+    assert late == [], f"not yet cordoned when the cluster took the first pod: {late}"
     kinds = [e["type"] for e in events(result)]
     # The job's own events frame the drain's: both nodes are cordoned before anything else happens.
     assert kinds[0] == "JobStarted"
@@ -653,6 +731,18 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(
     assert snapshot(cluster, namespace, target) == before
 
 
+#: the permissions a drain of named nodes checks before its first change (docs/rbac/drain.yaml), worded as its refusal
+DRAIN_NEEDS = (
+    "get nodes",
+    "list pods",
+    "list poddisruptionbudgets.policy",
+    "watch pods",
+    "watch poddisruptionbudgets.policy",
+    "patch nodes",
+    "create pods/eviction",
+)
+
+
 def test_no_permission_names_what_is_missing_and_changes_nothing(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
@@ -660,19 +750,23 @@ def test_no_permission_names_what_is_missing_and_changes_nothing(
     deploy(cluster, namespace, "web", 1, pool=namespace)
     before = snapshot(cluster, namespace, target)
 
-    result = run_plugin("drain", target, "--context", "rollout-plus-nobody", kubeconfig=kubeconfig)
+    for context, user, groups in (
+        ("rollout-plus-nobody", "nobody", ()),
+        ("rollout-plus-viewer", "viewer", ("rollout-plus:viewers",)),
+    ):
+        result = run_plugin("drain", target, "--context", context, kubeconfig=kubeconfig)
 
-    assert result.returncode == 1
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert 'context "rollout-plus-nobody"' in lines[0] or "forbidden" in lines[0].lower()
-    assert snapshot(cluster, namespace, target) == before
-
-    viewer = run_plugin("drain", target, "--context", "rollout-plus-viewer", kubeconfig=kubeconfig)
-    assert viewer.returncode == 1
-    assert "patch nodes" in viewer.stderr
-    assert "create pods/eviction" in viewer.stderr
-    assert snapshot(cluster, namespace, target) == before
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        # Exactly what the cluster's authorizer refuses this user among what a drain needs, in one line.
+        missing = [need for need in DRAIN_NEEDS if not allowed(cluster, need, user=user, groups=groups)]
+        assert missing, f"{user} may do all a drain needs"
+        assert lines[0] == (
+            f'error: context "{context}" may not {", ".join(missing)}, which kubectl rollout-plus drain needs; '
+            "nothing was changed. Use a context with these permissions (see the README's RBAC section)"
+        )
+        assert snapshot(cluster, namespace, target) == before
 
 
 def pdb_held_by_a_never_ready_pod(cluster: Cluster, namespace: str, target: str, other: str) -> Any:

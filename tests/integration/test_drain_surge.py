@@ -25,6 +25,7 @@ from integration.test_rollouts import apply as apply_workload
 from invariants import HealthyPods
 from kubernetes import client
 from plugin import events, run_plugin
+from timeline import Timeline
 from watching import Follower
 
 from kubectl_rollout.drain import surge_record
@@ -592,8 +593,24 @@ def test_no_room_elsewhere_gives_the_surge_up_after_a_bounded_wait(
     deploy(cluster, namespace, "web", 1, pool=namespace, node=target)
     add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
     healthy = HealthyPods(cluster, namespace).start()
+    timeline = (
+        Timeline()
+        .watch("deployment", cluster.apps.list_namespaced_deployment, namespace=namespace)
+        .watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
+    )
+    surge_wait, timeout = 3.0, 10.0
 
-    result = run_plugin("drain", target, "--surge", "--surge-wait", "3s", "--timeout", "10s", kubeconfig=kubeconfig)
+    result = run_plugin(
+        "drain",
+        target,
+        "--surge",
+        "--surge-wait",
+        f"{surge_wait:g}s",
+        "--timeout",
+        f"{timeout:g}s",
+        kubeconfig=kubeconfig,
+    )
+    timeline.stop()
 
     assert result.returncode == 1
     assert (
@@ -604,6 +621,26 @@ def test_no_room_elsewhere_gives_the_surge_up_after_a_bounded_wait(
     assert healthy.stop() == {"web": 1}
     assert replicas_of(cluster, namespace, "web") == 1
     assert surge_labels(cluster, namespace, "web") == {}
+    # What the cluster did: web raised to 2; its extra pod found no node (the scheduler's verdict) and never ran;
+    # web put back to 1 once the surge wait was over, not at the drain's end; the extra pod gone.
+    writes = timeline.writes("deployment")
+    raised = next(w for w in writes if w.obj.spec.replicas == 2)
+    lowered = next(w for w in writes if w.revision > raised.revision and w.obj.spec.replicas == 1)
+    listed = {w.obj.metadata.uid for w in timeline.writes("pod") if w.type == "LISTED"}
+    extra = [w for w in timeline.writes("pod") if w.obj.metadata.uid not in listed]
+    assert len({w.obj.metadata.uid for w in extra}) == 1, [w.name for w in extra]
+    assert all(w.obj.status.phase == "Pending" for w in extra)
+    assert any(
+        c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+        for w in extra
+        for c in w.obj.status.conditions or []
+        if w.revision < lowered.revision
+    ), [w.obj.status for w in extra]
+    assert extra[0].obj.metadata.uid not in {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    held = lowered.at - raised.at
+    assert surge_wait * 0.8 <= held < surge_wait + (timeout - surge_wait) / 2, (
+        f"web stayed raised {held:.1f} s for a surge wait of {surge_wait:g} s in a drain of {timeout:g} s"
+    )
 
 
 def test_a_resource_quota_refusing_the_extra_pods_is_read_from_the_replica_set(

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import manifests
 import watching
 from cluster_setup import deploy
-from invariants import HealthyPods
+from invariants import HealthyPods, is_healthy
 from plugin import events, run_plugin
+from timeline import Timeline, marked_for_deletion
 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.restart.record import RESTART_CUTOFF
@@ -88,6 +90,27 @@ def test_deployment_pods_are_replaced_one_at_a_time_without_a_new_revision(
     assert all(r < e for r, e in zip(replaced, evictions[1:], strict=False)), kinds
 
 
+def replaced_one_at_a_time(timeline: Timeline, before: dict[str, str], key: Callable[[Any], str]) -> list[str]:
+    """What the cluster did to the pods of ``before`` (uid -> name): the ``key`` (a pod's name, its node) of each in
+    the order the cluster marked them for deletion, each key's new pod Ready before the next old pod was taken."""
+    order: list[str] = []
+    awaited: str | None = None  # the key of the last pod taken, until a new pod of that key is Ready
+    for write, _ in timeline.replay():
+        pod = write.obj
+        if pod.metadata.uid in before and marked_for_deletion(write):
+            if key(pod) in order:
+                continue  # the same pod again, on its way out
+            assert awaited is None, (
+                f"{key(pod)} was taken while {awaited} had no Ready replacement yet (so far {order})"
+            )
+            order.append(key(pod))
+            awaited = key(pod)
+        elif awaited is not None and pod.metadata.uid not in before and key(pod) == awaited and is_healthy(pod):
+            awaited = None
+    assert awaited is None, f"{awaited} never had a Ready replacement (order {order})"
+    return order
+
+
 def test_statefulset_pods_go_from_the_highest_ordinal_and_come_back_under_their_names(
     cluster: Cluster, namespace: str, kubeconfig: Path
 ) -> None:
@@ -100,10 +123,14 @@ def test_statefulset_pods_go_from_the_highest_ordinal_and_come_back_under_their_
         what="statefulset db available",
     )
     before = uids(cluster, namespace, "db")
+    pods = Timeline().watch("pod", cluster.core.list_namespaced_pod, namespace=namespace, label_selector="app=db")
 
     result = restart(kubeconfig, namespace, "sts/db", "-o", "jsonl")
+    pods.stop()
 
     assert result.returncode == 0, result.stderr
+    # In the cluster: db-2 first, and each came back (a new pod under the same name) Ready before the next went.
+    assert replaced_one_at_a_time(pods, before, lambda pod: pod.metadata.name) == ["db-2", "db-1", "db-0"]
     order = [e["pod"]["name"] for e in events(result) if e["type"] == "PodReplaced"]
     assert order == ["db-2", "db-1", "db-0"]
     after = uids(cluster, namespace, "db")
@@ -209,13 +236,18 @@ def test_daemonset_pods_are_replaced_node_by_node(cluster: Cluster, namespace: s
         what="daemonset agent available",
     )
     before = uids(cluster, namespace, "agent")
+    pods = Timeline().watch("pod", cluster.core.list_namespaced_pod, namespace=namespace, label_selector="app=agent")
 
     result = restart(kubeconfig, namespace, "daemonset/agent", "-o", "jsonl")
+    pods.stop()
 
     assert result.returncode == 0, result.stderr
+    # In the cluster: one node at a time, in the nodes' order, each node's new pod Ready before the next node's went.
+    taken = replaced_one_at_a_time(pods, before, lambda pod: pod.spec.node_name)
+    assert len(taken) == len(before) > 1
+    assert taken == sorted(taken)
     nodes = [e["pod"]["node"] for e in events(result) if e["type"] == "PodReplaced"]
-    assert nodes == sorted(nodes)
-    assert len(nodes) == len(before)
+    assert nodes == taken
     after = uids(cluster, namespace, "agent")
     assert len(after) == len(before)
     assert not set(after) & set(before)

@@ -19,6 +19,7 @@ import manifests
 import pytest
 import watching
 import yaml
+from access_review import allowed, named_permissions
 from cluster_setup import deploy
 from integration.test_drain import add_pdb, by_type, drain, only_schedulable, pods_on
 from integration.test_drain_surge import (
@@ -238,9 +239,16 @@ def test_a_viewer_gets_one_line_naming_the_verbs_it_lacks(
 
     assert result.returncode == 1
     line = one_line(result.stderr)
-    assert line.startswith('error: context "rollout-plus-viewer" may not ') or 'context "rollout-plus-viewer"' in line
-    assert missing in line
-    assert "nothing was changed" in line
+    # The permission check's refusal, not some later error that happens to name the context ...
+    assert line.startswith('error: context "rollout-plus-viewer" may not '), line
+    assert line.endswith(
+        "needs; nothing was changed. Use a context with these permissions (see the README's RBAC section)"
+    ), line
+    # ... naming the verb the viewer lacks, and only verbs the cluster's authorizer does refuse the viewer.
+    named = named_permissions(line)
+    assert any(permission.startswith(missing) for permission in named), (missing, named)
+    granted_anyway = [p for p in named if allowed(cluster, p, user="viewer", groups=("rollout-plus:viewers",))]
+    assert granted_anyway == [], f"the viewer may {granted_anyway}, which the line says it may not"
     assert state(cluster, namespace) == before
 
 

@@ -29,6 +29,7 @@ from condition_history import ConditionHistory
 from invariants import PodCensus, RolloutInvariants
 from kubernetes import client
 from plugin import events, run_plugin
+from timeline import Timeline
 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.replica_math import max_unavailable
@@ -867,10 +868,15 @@ def test_delete_removes_the_record_and_everything_it_owns(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
     assert apply(kubeconfig, namespace, workload("web", 2), tmp_path).returncode == 0
+    pods = {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace, label_selector="app=web").items}
+    assert len(pods) == 2
     assert run_plugin("delete", "web", "-n", namespace, kubeconfig=kubeconfig).returncode == 0
     watching.until_deleted(cluster.core.list_namespaced_config_map, "rollout-plus.web", namespace=namespace, timeout=30)
-    # Foreground deletion: the garbage collector removes the ReplicaSets (and their pods) before the record.
+    # Foreground deletion: the garbage collector removes the ReplicaSets, and their pods, before the record; the
+    # ReplicaSets' and the pods' owner references block it until they are gone, not merely going.
     assert cluster.apps.list_namespaced_replica_set(namespace).items == []
+    left = [(p.metadata.name, p.metadata.owner_references) for p in cluster.core.list_namespaced_pod(namespace).items]
+    assert left == [], f"pods left after the record of web went: {left}"
 
 
 def test_adopt_then_release_keeps_every_pod(cluster: Cluster, namespace: str, kubeconfig: Path) -> None:
@@ -1249,12 +1255,38 @@ def test_new_pods_that_cannot_pull_their_image_fail_fast(
     assert sorted(replica_sets(cluster, namespace, "web").values())[0] == (1, 2, manifests.IMAGE)
 
 
+def replica_set_sizes(timeline: Timeline) -> list[tuple[str, int]]:
+    """Every spec.replicas the cluster gave a ReplicaSet after the first list, in its order: (name, replicas);
+    a ReplicaSet created since counts from 0."""
+    sizes: dict[str, int] = {}
+    changes = []
+    for write in timeline.writes("rs"):
+        replicas = 0 if write.type == "DELETED" else write.obj.spec.replicas
+        if write.type != "LISTED" and sizes.get(write.name, 0) != replicas:
+            changes.append((write.name, replicas))
+        sizes[write.name] = replicas
+    return changes
+
+
 def test_status_watch_follows_a_rollout_another_driver_holds(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
     document = workload("web", 4, surge=1, unavailable=0, ready_after="2s")
     assert apply(kubeconfig, namespace, document, tmp_path).returncode == 0
-    driver = start_apply(kubeconfig, namespace, with_image(document, "registry.example/app:v2"), tmp_path)
+    timeline = (
+        Timeline()
+        .watch("rs", cluster.apps.list_namespaced_replica_set, namespace=namespace, label_selector="app=web")
+        .watch("lease", cluster.coordination.list_namespaced_lease, namespace=namespace)
+    )
+    manifest = tmp_path / "web-v2.yaml"
+    manifest.write_text(yaml.safe_dump(with_image(document, "registry.example/app:v2")))
+    command = [sys.executable, "-m", "kubectl_rollout", "apply", "-f", str(manifest), "-n", namespace, "-o", "jsonl"]
+    driver = subprocess.Popen(
+        [*command, "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watching.until(
         cluster.coordination.list_namespaced_lease,
         lambda lease: lease.metadata.name == "rollout-plus.web",
@@ -1264,8 +1296,32 @@ def test_status_watch_follows_a_rollout_another_driver_holds(
     )
 
     follower = run_plugin("status", "web", "-w", "-n", namespace, kubeconfig=kubeconfig, timeout=120)
-    driver.communicate(timeout=120)
+    driven, _ = driver.communicate(timeout=120)
+    timeline.stop()
 
+    # It followed and drove nothing: only the driver ever held the workload's Lease, and every size the cluster
+    # gave a ReplicaSet is one the driver says it set, in the same order. (The driver may say a size twice: a
+    # pass whose ReplicaSet watch had not yet shown its own last write plans that write again.)
+    holders = {
+        w.obj.spec.holder_identity
+        for w in timeline.writes("lease")
+        if w.name == "rollout-plus.web" and w.obj.spec.holder_identity
+    }
+    assert holders, "the lease was never held"
+    assert {holder.split("/")[1] for holder in holders} == {str(driver.pid)}, (
+        f"the lease of web was held by {sorted(holders)}; the driver is process {driver.pid}"
+    )
+    said = [
+        (e["name"], e["replicas"] if e["type"] == "ReplicaSetCreated" else e["to_replicas"])
+        for e in map(json.loads, (line for line in driven.splitlines() if line.startswith("{")))
+        if e["type"] == "ReplicaSetCreated"
+        or (e["type"] == "ReplicaSetScaled" and e["to_replicas"] != e["from_replicas"])
+    ]
+    assert said, driven
+    done = replica_set_sizes(timeline)
+    reported = iter(said)
+    assert done, "no ReplicaSet was resized"
+    assert all(change in reported for change in done), f"the cluster did {done}; the driver says it did {said}"
     assert driver.returncode == 0
     assert follower.returncode == 0, follower.stderr
     assert "following its progress" in follower.stderr
