@@ -35,9 +35,10 @@ demo: setup cluster-up
 tui: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" KUBECONFIG=$(abspath $(CLUSTER_DIR))/kubeconfig $(CURDIR)/.bin/kubectl rollout-plus tui
 
-## test: every test, unit and integration (the latter against a real local control plane)
+## test: every test, unit and integration (the latter against a real local control plane), on several
+## workers, then the few that need the cluster to themselves (hack/run-suite.sh)
 test: setup
-	$(PYTEST) $(PYTEST_ARGS)
+	PYTHON=$(PYTHON) hack/run-suite.sh $(PYTEST) -- $(PYTEST_ARGS)
 
 ## coverage: the whole suite under coverage.py (CLI subprocesses and the agent included), then the total
 coverage: setup

@@ -132,3 +132,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "integration" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist: each worker gets an agent directory of its own, so that two workers' tests never
+    share an agent (its jobs, its journal, its claims). A test that sets ROLLOUT_PLUS_AGENT_DIR itself keeps
+    its own. Without xdist nothing changes."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and "ROLLOUT_PLUS_AGENT_DIR" not in os.environ:
+        import tempfile
+
+        # Short and under /tmp: the agent's socket path must fit a Unix socket's 107 bytes.
+        directory = tempfile.mkdtemp(prefix=f"rpa-{worker}-", dir="/tmp")
+        os.environ["ROLLOUT_PLUS_AGENT_DIR"] = directory
+        config.stash[_WORKER_AGENT_DIR] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The worker's agent, if a test started one there, goes with the worker (it would idle for minutes)."""
+    directory = config.stash.get(_WORKER_AGENT_DIR, None)
+    if directory is None:
+        return
+    subprocess.run(
+        [sys.executable, "-m", "kubectl_rollout", "agent", "stop", "--force"],
+        env={**os.environ, "ROLLOUT_PLUS_AGENT_DIR": directory},
+        capture_output=True,
+        timeout=60,
+    )
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+_WORKER_AGENT_DIR = pytest.StashKey[str]()

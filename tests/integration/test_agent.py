@@ -589,6 +589,7 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
     assert info.submitted_by == f"test (pid {os.getpid()})", info.submitted_by
 
 
+@pytest.mark.serial  # kills a surging drain: the next drain anywhere would restore its record
 def test_a_surge_drain_killed_with_the_agent_after_its_scale_up_is_restored_by_the_resumed_agent(
     agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:

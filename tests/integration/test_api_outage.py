@@ -28,6 +28,9 @@ from cluster_setup import deploy
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
+#: pytest-xdist: stops its own control plane's API server (.cluster/outage): one worker owns it
+pytestmark = pytest.mark.xdist_group("api-outage")
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = ROOT / ".cluster" / "outage"
 #: from the stop signal to the new start; the issue's scenario was ~30 s in all

@@ -26,6 +26,9 @@ import watching
 from kubectl_rollout import __version__
 from kubectl_rollout.kube.cluster_access import Cluster
 
+#: pytest-xdist: the archives are built once for the module: one worker builds and tests them
+pytestmark = pytest.mark.xdist_group("distribution")
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".bin"
 PLATFORM_ARCHIVE = f"kubectl-rollout_plus-v{__version__}-linux-amd64.tar.gz"

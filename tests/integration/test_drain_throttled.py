@@ -28,6 +28,9 @@ from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
+#: pytest-xdist: its own control plane (.cluster/throttled), started once for the module: one worker owns it
+pytestmark = pytest.mark.xdist_group("throttled")
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = ROOT / ".cluster" / "throttled"
 AUDIT_LOG = CLUSTER_DIR / "logs" / "audit.log"

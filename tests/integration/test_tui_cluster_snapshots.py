@@ -31,6 +31,9 @@ from kubectl_rollout.tui.screens.nodes import NodesScreen
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
 from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
 
+#: pytest-xdist: one namespace of a fixed name for stable snapshots, set up once: one worker owns it
+pytestmark = pytest.mark.xdist_group("tui-snapshots")
+
 __all__ = ["agent_dir"]
 
 NAMESPACE = "tui-snap"
