@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import tempfile
 import time
@@ -437,11 +436,47 @@ def _journaled(paths: AgentPaths, job_id: str, event_type: str) -> int:
     return int(count)
 
 
-def _unreachable_copy(kubeconfig: Path, copy_path: Path, port: int) -> None:
-    """The kubeconfig as it is, but every server at a loopback port where nothing listens."""
+class _AnsweredOnceServer:
+    """A server that answers ``GET /version`` (a client's first contact) and drops every other request
+    unanswered: an API server that answered once and then went away. A job that meets it rides the outage
+    out (a server that never answered would fail the job at once)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not self.path.startswith("/version"):
+                    self.close_connection = True  # dropped with no answer: a connection error for the client
+                    return
+                body = b'{"major": "1", "minor": "36", "gitVersion": "v1.36.3"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _copy_pointing_at(kubeconfig: Path, copy_path: Path, server: str) -> None:
+    """The kubeconfig as it is, but every cluster's server ``server``."""
     document = json.loads(kubeconfig.read_text())
     for entry in document["clusters"]:
-        entry["cluster"]["server"] = f"https://127.0.0.1:{port}"
+        entry["cluster"]["server"] = server
     copy_path.write_text(json.dumps(document))
 
 
@@ -466,10 +501,9 @@ def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_o
     _run_to_end(agent_dir, _apply_spec(kubeconfig, namespace, document))
     assert _record_generation(cluster, namespace) == 1
     job_kubeconfig = tmp_path / "kubeconfig"
-    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    holder.bind(("127.0.0.1", 0))  # bound, never listening: a connection to it is refused
+    gone = _AnsweredOnceServer()
     if point == "before-the-record-is-written":
-        _unreachable_copy(kubeconfig, job_kubeconfig, holder.getsockname()[1])
+        _copy_pointing_at(kubeconfig, job_kubeconfig, gone.url)
     else:
         shutil.copyfile(kubeconfig, job_kubeconfig)
     census = RolloutInvariants(cluster, namespace).start()
@@ -501,7 +535,7 @@ def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_o
         seen = _follow(agent_dir, job.id)
     finally:
         census.stop()
-        holder.close()
+        gone.close()
     finished = seen[-1].event
     assert isinstance(finished, JobFinished)
     assert (finished.state, finished.exit_code) == ("succeeded", 0), finished

@@ -18,6 +18,7 @@ import manifests
 import watching
 from cluster_setup import deploy
 from invariants import HealthyPods, is_healthy
+from kubernetes import client
 from plugin import events, run_plugin
 from timeline import Timeline, marked_for_deletion
 
@@ -256,17 +257,32 @@ def test_daemonset_pods_are_replaced_node_by_node(cluster: Cluster, namespace: s
 def test_a_restart_begun_while_a_pod_is_missing_waits_for_it_first(
     cluster: Cluster, namespace: str, kubeconfig: Path
 ) -> None:
-    deploy(cluster, namespace, "web", 3, annotations={manifests.READY_AFTER: "2s"})
+    deploy(cluster, namespace, "web", 3, annotations={manifests.READY_AFTER: "1s"})
     victim = next(iter(uids(cluster, namespace, "web").values()))
+    # A quota of two pods keeps the victim's replacement from being created until the restart has said it
+    # waits: the pod stays missing however slowly the restart starts (a replacement Ready in 2 s raced it).
+    cluster.core.create_namespaced_resource_quota(
+        namespace,
+        client.V1ResourceQuota(
+            metadata=client.V1ObjectMeta(name="hold"), spec=client.V1ResourceQuotaSpec(hard={"pods": "2"})
+        ),
+    )
     watcher = HealthyPods(cluster, namespace).start()
     cluster.core.delete_namespaced_pod(victim, namespace)
 
-    result = restart(kubeconfig, namespace, "deployment/web", "-o", "jsonl")
+    kinds: list[str] = []
+    with restart_in_background(kubeconfig, namespace, "deployment/web") as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            kinds.append(json.loads(line)["type"])
+            if kinds[-1] == "WaitingToStart":
+                assert len(uids(cluster, namespace, "web")) == 2  # still missing when the restart said so
+                cluster.core.delete_namespaced_resource_quota("hold", namespace)
+        returncode = process.wait(timeout=120)
     watcher.settle({"web": 3})
     minimum = watcher.stop()
 
-    assert result.returncode == 0, result.stderr
-    kinds = [e["type"] for e in events(result)]
+    assert returncode == 0
     assert "WaitingToStart" in kinds
     assert kinds.index("WaitingToStart") < kinds.index("EvictionStarted")
     # Down to 2 by the deletion; the restart itself never took a second pod while one was missing.
