@@ -61,6 +61,9 @@ class _Stream(Follower):
         self._follow()
         return self
 
+    def stop(self) -> None:
+        self._end()
+
 
 class Timeline:
     """``watch`` each kind the test needs before acting; ``stop`` after; then read the writes in commit order."""
@@ -85,7 +88,7 @@ class Timeline:
         errors = []
         for stream in self._streams:
             try:
-                stream._end()
+                stream.stop()
             except AssertionError as err:
                 errors.append(err)
         if errors:
