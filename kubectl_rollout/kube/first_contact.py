@@ -21,8 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 
-import urllib3
-
 from kubectl_rollout.kube.unreachable import ClusterAccessError, describe_unreachable, refused_credentials, where
 
 #: how long a command waits for a server that never answered before it says so (DESIGN: "within ~3 s")
@@ -102,6 +100,8 @@ class FirstContact:
                 f"{where(self.server, self.context)} did not answer within {self.timeout:g}s; check that it is up "
                 "and reachable from here (VPN, proxy, firewall, DNS)"
             )
+        import urllib3  # imported by the client that asks anyway; `version`'s light path imports this module too
+
         result = outcome[0]
         if isinstance(result, urllib3.exceptions.HTTPError | OSError):
             raise describe_unreachable(result, server=self.server, context=self.context) from result

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import urllib3
-
 from kubectl_rollout.kube.errors import UserFacingError
 
 #: What to do when the local test cluster is not running (README, first command).
@@ -36,6 +34,8 @@ def refused_credentials(server: str, context: str) -> ClusterAccessError:
 
 def describe_unreachable(err: BaseException, *, server: str, context: str) -> ClusterAccessError:
     """Turn a connection failure (urllib3's, or the socket's) into one actionable line."""
+    import urllib3  # here, not at the top: `version`'s light path words its failures without the client's stack
+
     reason = getattr(err, "reason", None) or err
     text = str(reason)
     at = where(server, context)

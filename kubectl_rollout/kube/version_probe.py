@@ -5,8 +5,11 @@ it has), ten times what the request itself takes. ``version`` is the command
 people run to see whether the plugin works at all, so it tries this light path
 first: read the kubeconfig as kubectl merges it, make one ``GET /version`` with
 the standard library, and stop. Whatever this path does not cover (exec and
-auth-provider credentials, proxies) or any failure at all returns None, and the
-caller goes the ordinary way through the client, which words every error.
+auth-provider credentials, proxies) or any other failure returns None, and the
+caller goes the ordinary way through the client, which words every error. A
+server that does not answer is the exception: asking it a second time through
+the client would double the wait, so that is worded here, as the client's
+first contact words it (``unreachable``), within the same bound.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import os
 import ssl
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_rollout.kube.connection_settings import ConnectionSettings, kubeconfig_paths
+from kubectl_rollout.kube.first_contact import first_contact_timeout
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,17 @@ class _NotCovered(Exception):
 def probe_server_version(
     settings: ConnectionSettings, environ: Mapping[str, str] | None = None
 ) -> ServerVersion | None:
-    """The server's version by the light path, or None when only the client can tell."""
+    """The server's version by the light path, or None when only the client can tell.
+
+    Raises ClusterAccessError when the server cannot be reached at all (refused, no such name, TLS, no answer
+    in time) or refuses the credentials.
+    """
+    from kubectl_rollout.kube.errors import UserFacingError
+
     try:
         return _probe(settings, os.environ if environ is None else environ)
+    except UserFacingError:
+        raise
     except Exception:
         return None
 
@@ -88,10 +101,22 @@ def _probe(settings: ConnectionSettings, environ: Mapping[str, str]) -> ServerVe
         basic = base64.b64encode(f"{user['username']}:{user.get('password', '')}".encode()).decode()
         request.add_header("Authorization", f"Basic {basic}")
     with _tls(cluster, user) as tls:
-        # A server that does not answer costs this much before the client tries (and words the failure).
-        timeout = settings.request_timeout or 5.0
-        with urllib.request.urlopen(request, context=tls, timeout=timeout) as answer:
-            body = json.loads(answer.read())
+        timeout = first_contact_timeout(settings.request_timeout)  # the bound of any command's first contact
+        try:
+            with urllib.request.urlopen(request, context=tls, timeout=timeout) as answer:
+                body = json.loads(answer.read())
+        except urllib.error.HTTPError as err:
+            if err.code == 401:
+                from kubectl_rollout.kube.unreachable import refused_credentials
+
+                raise refused_credentials(server, context_name) from err
+            raise _NotCovered(f"answered {err.code}") from err
+        except (urllib.error.URLError, OSError) as err:
+            from kubectl_rollout.kube.unreachable import describe_unreachable
+
+            reason = err.reason if isinstance(err, urllib.error.URLError) else err
+            cause = reason if isinstance(reason, BaseException) else err
+            raise describe_unreachable(cause, server=server, context=context_name) from err
     return ServerVersion(git_version=str(body["gitVersion"]), server=server)
 
 
