@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from kubectl_rollout import __version__
-from kubectl_rollout.cli.completion import invoked_for_completion, kubectl_complete, shell_source
+from kubectl_rollout.cli.completion import COMPLETE_VAR, invoked_for_completion, kubectl_complete, shell_source
 from kubectl_rollout.cli.lazy_group import LazyCommand, LazyGroup
 from kubectl_rollout.cli.options import global_options, open_cluster, settings_from
 
@@ -190,7 +190,8 @@ def main() -> None:
     if invoked_for_completion():
         complete()
         return
-    cli.main(prog_name="kubectl rollout-plus")
+    # complete_var: click would derive it from the program's name, space included, which no script sets.
+    cli.main(prog_name="kubectl rollout-plus", complete_var=COMPLETE_VAR)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,17 +64,6 @@ def shell_environment() -> dict[str, str]:
     return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-#: The scripts answer nothing yet: ``main()`` runs click with prog_name "kubectl rollout-plus", from which click derives
-#: the variable it reads as "_KUBECTL ROLLOUT_PLUS_COMPLETE" (with a space), while the scripts set
-#: _KUBECTL_ROLLOUT_PLUS_COMPLETE; the command then prints its usage and exits 2, and TAB offers nothing. The fix,
-#: ``cli.main(prog_name=..., complete_var=COMPLETE_VAR)`` in kubectl_rollout/cli/main.py, makes both tests pass
-#: (strict: they fail as soon as it lands, so that this mark goes with it).
-SCRIPTS_BROKEN = pytest.mark.xfail(
-    strict=True, reason="main() does not pass complete_var: click reads '_KUBECTL ROLLOUT_PLUS_COMPLETE'"
-)
-
-
-@SCRIPTS_BROKEN
 def test_the_bash_script_completes_in_a_real_bash() -> None:
     # As the help says: `source <(kubectl-rollout_plus completion bash)`; then bash's own programmable completion
     # calls the registered function with COMP_WORDS and COMP_CWORD, as it does on TAB.
@@ -133,7 +122,6 @@ class Terminal:
         os.close(self._fd)
 
 
-@SCRIPTS_BROKEN
 def test_the_zsh_script_completes_in_a_real_zsh() -> None:
     # An interactive zsh with its completion system, the script sourced as the help says; each line is typed
     # with a TAB, then a key bound to a widget that shows the line editor's buffer: what TAB made of it.
