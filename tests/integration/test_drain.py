@@ -491,6 +491,7 @@ def test_two_pdbs_on_one_pod_fail_fast_naming_both(
     assert len(by_type(result, "EvictionStarted")) == 1
 
 
+@pytest.mark.serial  # counts the API server's 403 answers to evictions, which any test's drain adds to
 def test_terminating_namespace_is_waited_out_like_kubectl(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
