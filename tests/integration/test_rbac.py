@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,14 +36,34 @@ from integration.test_drain_surge import (
 from kubernetes import client
 from plugin import run_plugin
 
-from kubectl_rollout.kube.cluster_access import Cluster
-
-#: least-privilege drains restore and inspect surge records cluster-wide: another test's record would
-#: need verbs these Roles do not grant. Run alone (hack/run-suite.sh, phase 2).
-pytestmark = pytest.mark.serial
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "docs" / "rbac"
+#: least-privilege drains restore and inspect surge records cluster-wide: another test's record (a surging
+#: drain of another worker) would need verbs these Roles do not grant. So these tests have a control plane
+#: of their own, started once for the module, on one pytest-xdist worker.
+CLUSTER_DIR = ROOT / ".cluster" / "rbac"
+pytestmark = pytest.mark.xdist_group("rbac")
+
+
+@pytest.fixture(scope="module")
+def kubeconfig() -> Iterator[Path]:
+    """This module's own control plane: no other test acts on it meanwhile."""
+    script = [sys.executable, str(ROOT / "hack" / "cluster.py")]
+    up = subprocess.run([*script, "up", "--dir", str(CLUSTER_DIR), "--nodes", "1"], stdout=subprocess.PIPE, text=True)
+    assert up.returncode == 0, f"the RBAC tests' control plane did not start; see {CLUSTER_DIR / 'logs'}"
+    yield Path(up.stdout.strip().splitlines()[-1])
+    if os.environ.get("ROLLOUT_PLUS_KEEP_CLUSTER") != "1":
+        subprocess.run([*script, "down", "--dir", str(CLUSTER_DIR)], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(kubeconfig: Path) -> Iterator[Cluster]:
+    connection = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
+    yield connection
+    connection.close()
+
 
 #: what a kubeconfig for a set of rules is made from: (rules file, verb to take out as (resource, verb) or None)
 MakeKubeconfig = Callable[..., Path]
