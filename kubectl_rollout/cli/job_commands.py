@@ -19,11 +19,12 @@ import click
 
 from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.cli.interruptible import CtrlC, run_interruptibly
 from kubectl_rollout.cli.job_options import tui_requested, wants_agent
 from kubectl_rollout.cli.options import Failure
 from kubectl_rollout.jobs.events.base import Envelope
-from kubectl_rollout.jobs.events.job import JobFinished
+from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import JobResult, JobSpec
@@ -176,8 +177,10 @@ def _follow(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: int
                     if isinstance(envelope.event, JobFinished):
                         close()
                         return envelope.event
+                # Attached past its last event (`jobs attach --from-seq` beyond it): the result, from the journal.
+                ended = _result_of_finished(agent.show(job_id))
             close()
-            return None
+            return ended
         except AgentError as err:
             if reconnected:
                 close()
@@ -200,6 +203,14 @@ def _follow(job_id: str, sink: Sink, *, close: Callable[[], None], from_seq: int
             cancel_job(job_id)
             # Following again until the job has stopped: the next press (or one during the cancel) stops that.
             cancelling = True
+
+
+def _result_of_finished(info: JobInfo) -> JobFinished | None:
+    """A finished job's result as its last event said it (None while it runs)."""
+    state = JobState(info.state) if info.state in JobState.__members__.values() else None
+    if state is None or not state.finished:
+        return None
+    return JobFinished(state=state, exit_code=info.exit_code or 0, summary=info.summary, error=info.error)
 
 
 def cancel_job(job_id: str) -> None:

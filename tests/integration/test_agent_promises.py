@@ -60,6 +60,9 @@ def test_jobs_attach_from_seq_starts_at_that_event_of_a_finished_job(
     last = run_plugin("jobs", "attach", job, "--from-seq", str(len(everything)), "-o", "jsonl", kubeconfig=kubeconfig)
     assert last.returncode == 0, last.stderr
     assert _lines(last.stdout) == everything[-1:]
+    # Past the last event: nothing more to print, and the job's result still decides the exit code.
+    beyond = run_plugin("jobs", "attach", job, "--from-seq", str(len(everything) + 5), kubeconfig=kubeconfig)
+    assert (beyond.returncode, beyond.stdout, beyond.stderr) == (0, "", "")
 
 
 # --- agent logs -f --------------------------------------------------------------------------------------------
