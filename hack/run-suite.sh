@@ -6,7 +6,7 @@
 # PYTEST is how to run pytest (`.venv/bin/pytest`, or `.venv/bin/coverage run -m pytest`). Two phases on
 # one control plane, started here once (or the running one ROLLOUT_PLUS_TEST_KUBECONFIG names):
 #
-# 1. every test not marked `serial`, on ROLLOUT_PLUS_TEST_WORKERS pytest-xdist workers (default 4: most
+# 1. every test not marked `serial`, on ROLLOUT_PLUS_TEST_WORKERS pytest-xdist workers (default 3: most
 #    integration tests wait on the cluster rather than compute, so more workers than cores pays);
 # 2. the tests marked `serial`, alone: they need a cluster nobody else acts on at the same time (a drain
 #    killed on purpose leaves a surge record that the next drain anywhere in the cluster restores).
@@ -21,7 +21,7 @@ pytest=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do pytest+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 args=("$@")
-workers=${ROLLOUT_PLUS_TEST_WORKERS:-4}
+workers=${ROLLOUT_PLUS_TEST_WORKERS:-3}
 junit_dir=${ROLLOUT_PLUS_JUNIT_DIR:-}
 cluster_dir="$root/.cluster/tests"
 python=${PYTHON:-python3}

@@ -34,6 +34,10 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.workload_lease import expires_at
 from kubectl_rollout.rollout import record as managed_record
 
+#: Surges are timed against readiness delays and watched pod by pod, and a killed drain's record is
+#: restored by any later drain: run alone (hack/run-suite.sh, phase 2).
+pytestmark = pytest.mark.serial
+
 
 class ReplicaHistory(Follower):
     """Every spec.replicas a Deployment (or a ReplicaSet: ``kind="replica_set"``) had, in the API server's
@@ -133,7 +137,11 @@ def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
     assert healthy.stop() == {"web": 1}  # never fewer Ready than before the drain
     assert history.stop() == [1, 2, 1]  # raised by one, then back: nothing else touched the count
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
-    assert [p.spec.node_name for p in cluster.core.list_namespaced_pod(namespace).items] == [spare]
+    # The one pod left runs on the spare node. (A pod still terminating is not counted: on a loaded machine
+    # the ReplicaSet controller may see the eviction before the count comes down, start a replacement and
+    # delete it again a moment later.)
+    remaining = cluster.core.list_namespaced_pod(namespace).items
+    assert [p.spec.node_name for p in remaining if p.metadata.deletion_timestamp is None] == [spare]
     types = [e["type"] for e in events(result)]
     assert types.index("SurgeStarted") < types.index("SurgeReady") < types.index("PodEvicted")
     assert types.index("PodEvicted") < types.index("SurgeRestored")

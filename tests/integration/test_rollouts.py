@@ -34,6 +34,10 @@ from timeline import Timeline
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.replica_math import max_unavailable
 
+#: Side by side with the Deployment controller and watched for every fencepost: run alone (hack/run-suite.sh,
+#: phase 2), where the ReplicaSet controller keeps the pace it has in production rather than a loaded one's.
+pytestmark = pytest.mark.serial
+
 
 def workload(
     name: str,

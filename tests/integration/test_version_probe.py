@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_rollout.kube.cluster_access import ConnectionSettings, connect
+from kubectl_rollout.kube.cluster_access import ClusterAccessError, ConnectionSettings, connect
 from kubectl_rollout.kube.version_probe import probe_server_version
 
 
@@ -34,13 +34,15 @@ def test_credentials_only_the_client_handles_take_the_client_path(kubeconfig: Pa
     assert probe_server_version(ConnectionSettings(kubeconfig=str(exec_config))) is None
 
 
-def test_a_wrong_token_is_left_to_the_client_to_explain(kubeconfig: Path, tmp_path: Path) -> None:
+def test_a_wrong_token_is_named_by_the_light_path_itself(kubeconfig: Path, tmp_path: Path) -> None:
     document = json.loads(kubeconfig.read_text())
     for user in document["users"]:
         user["user"] = {"token": "not-a-valid-token"}
     wrong = tmp_path / "wrong-kubeconfig"
     wrong.write_text(json.dumps(document))
-    assert probe_server_version(ConnectionSettings(kubeconfig=str(wrong))) is None
+    # The API server's 401 is worded where it is met, as the client's first contact words it: no second try.
+    with pytest.raises(ClusterAccessError, match=r"rejected the credentials \(401 Unauthorized\)"):
+        probe_server_version(ConnectionSettings(kubeconfig=str(wrong)))
     done = subprocess.run(
         [sys.executable, "-m", "kubectl_rollout", "version", "--kubeconfig", str(wrong)], capture_output=True, text=True
     )

@@ -138,6 +138,7 @@ current-context: quiet
 # --- no file descriptor left -----------------------------------------------------------------------------------
 
 
+@pytest.mark.serial  # fills the agent's listen backlog on purpose: on a loaded machine its own connect meets it
 def test_without_a_free_descriptor_the_agent_logs_once_and_its_error_file_stays_empty(
     agent_dir: tuple[AgentPaths, dict[str, str]],
 ) -> None:

@@ -122,6 +122,7 @@ class Terminal:
         os.close(self._fd)
 
 
+@pytest.mark.serial  # reads zsh's redraws on a pty: on a loaded machine they come late and mixed
 def test_the_zsh_script_completes_in_a_real_zsh() -> None:
     # An interactive zsh with its completion system, the script sourced as the help says; each line is typed
     # with a TAB, then a key bound to a widget that shows the line editor's buffer: what TAB made of it.
