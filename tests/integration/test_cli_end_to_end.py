@@ -40,9 +40,14 @@ def workload(name: str, replicas: int, image: str = manifests.IMAGE, **strategy:
     return document
 
 
+#: published into every namespace by the root-CA controller, a moment after the namespace is made
+ROOT_CA = "kube-root-ca.crt"
+
+
 def namespace_state(cluster: Cluster, namespace: str) -> tuple[set[str], set[str], set[str]]:
+    """What a command may create in a namespace (not what the control plane adds there on its own)."""
     return (
-        {c.metadata.name for c in cluster.core.list_namespaced_config_map(namespace).items},
+        {c.metadata.name for c in cluster.core.list_namespaced_config_map(namespace).items} - {ROOT_CA},
         {r.metadata.name for r in cluster.apps.list_namespaced_replica_set(namespace).items},
         {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items},
     )
