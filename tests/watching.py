@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 import urllib3
@@ -26,6 +26,8 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.watched_collection import stop_watch
+
+T = TypeVar("T")
 
 #: how long a watch may go without a connection (an API server restarting) before it gives up
 RECONNECT_FOR = 60.0
@@ -197,13 +199,15 @@ def until_collection(
     pytest.fail(f"timed out after {timeout}s waiting for {what}; last seen: {seen or 'nothing'}")
 
 
-def eventually(check: Callable[[], bool], *, timeout: float, what: str, every: float = 0.05) -> None:
-    """For what no watch shows (the API server's metrics): ask again every ``every`` s until ``check`` holds."""
+def eventually(check: Callable[[], T], *, timeout: float, what: str, every: float = 0.05) -> T:
+    """For what no watch shows (the API server's metrics, a process's state): ask again every ``every`` s until
+    ``check`` answers something true; that answer."""
     deadline = time.monotonic() + timeout
-    while not check():
+    while not (answer := check()):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout}s waiting for {what}")
         time.sleep(every)
+    return answer
 
 
 class Follower:

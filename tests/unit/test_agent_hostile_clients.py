@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from watching import eventually
 
 from kubectl_rollout.agent.client import agent_running, connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
@@ -33,15 +34,8 @@ WAIT = 20.0
 
 
 def wait_for(condition: Callable[[], Any], *, timeout: float = WAIT, what: str = "the condition") -> Any:
-    """Poll ``condition`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    """``watching.eventually`` with this module's default bound."""
+    return eventually(condition, timeout=timeout, what=what)
 
 
 class Raw:

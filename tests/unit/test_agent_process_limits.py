@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from watching import eventually
 
 from kubectl_rollout.agent import cluster_calls
 from kubectl_rollout.agent.async_client import AsyncAgentClient
@@ -41,14 +42,8 @@ ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
 
 
 def wait_for(condition: Callable[[], Any], *, timeout: float = WAIT, what: str = "the condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    """``watching.eventually`` with this module's default bound."""
+    return eventually(condition, timeout=timeout, what=what)
 
 
 def cli(environ: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from kubeconfigs import write_kubeconfig
 
 from kubectl_rollout.agent import cluster_calls
 from kubectl_rollout.agent.client import agent_running, connect
@@ -52,17 +53,7 @@ def agent_env() -> Iterator[tuple[AgentPaths, dict[str, str]]]:
 
 
 def kubeconfig(folder: Path, server: str) -> Path:
-    path = folder / "kubeconfig"
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "{server}", insecure-skip-tls-verify: true}}}}]
-users: [{{name: u, user: {{token: not-a-secret}}}}]
-contexts: [{{name: quiet, context: {{cluster: c, user: u}}}}]
-current-context: quiet
-"""
-    )
-    return path
+    return write_kubeconfig(folder / "kubeconfig", contexts={"quiet": (server, None)}, current="quiet")
 
 
 @pytest.fixture

@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from pathlib import Path
 
 import pytest
+from kubeconfigs import write_kubeconfig
 from plugin import run_plugin
 
 from kubectl_rollout.kube.cluster_access import ClusterAccessError, ConnectionSettings, connect, kubeconfig_paths
-
-
-def write_kubeconfig(path: Path, *, contexts: dict[str, tuple[str, str | None]], current: str | None) -> Path:
-    """contexts: name -> (server, namespace)."""
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": f"{n}-cluster", "cluster": {"server": server, "insecure-skip-tls-verify": True}}
-            for n, (server, _) in contexts.items()
-        ],
-        "users": [{"name": f"{n}-user", "user": {"token": "t"}} for n in contexts],
-        "contexts": [
-            {
-                "name": n,
-                "context": {"cluster": f"{n}-cluster", "user": f"{n}-user", **({"namespace": ns} if ns else {})},
-            }
-            for n, (_, ns) in contexts.items()
-        ],
-    }
-    if current:
-        doc["current-context"] = current
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def closed_port() -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from kubeconfigs import write_kubeconfig
 
 from kubectl_rollout.agent.paths import ENV_DIR
 from kubectl_rollout.cli.main import cli
@@ -123,22 +124,7 @@ COMMANDS = [(" ".join(path), command) for path, command in leaf_commands() if " 
 def unreachable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """An environment whose kubeconfig names a server that refuses connections, with an agent directory of its own."""
     folder = tmp_path_factory.mktemp("unreachable")
-    kubeconfig = folder / "kubeconfig"
-    kubeconfig.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters:
-- name: gone
-  cluster: {{server: "{UNREACHABLE}", insecure-skip-tls-verify: true}}
-users:
-- name: someone
-  user: {{token: not-a-secret}}
-contexts:
-- name: {CONTEXT}
-  context: {{cluster: gone, user: someone, namespace: shop}}
-current-context: {CONTEXT}
-"""
-    )
+    kubeconfig = write_kubeconfig(folder / "kubeconfig", contexts={CONTEXT: (UNREACHABLE, "shop")}, current=CONTEXT)
     (folder / "web.yaml").write_text(
         """apiVersion: apps/v1
 kind: Deployment
@@ -271,17 +257,7 @@ def test_every_numeric_option_at_its_edges(
 
 
 def kubeconfig_for(folder: Path, server: str) -> Path:
-    path = folder / "kubeconfig"
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "{server}", insecure-skip-tls-verify: true}}}}]
-users: [{{name: u, user: {{token: not-a-secret}}}}]
-contexts: [{{name: {CONTEXT}, context: {{cluster: c, user: u}}}}]
-current-context: {CONTEXT}
-"""
-    )
-    return path
+    return write_kubeconfig(folder / "kubeconfig", contexts={CONTEXT: (server, None)}, current=CONTEXT)
 
 
 @pytest.fixture
