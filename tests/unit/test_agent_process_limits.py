@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.server
 import os
 import resource
 import shutil
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_api_servers import answering_version_then_holding
+from kubeconfigs import write_kubeconfig
 from watching import eventually
 
 from kubectl_rollout.agent import cluster_calls
@@ -84,49 +85,12 @@ def start(paths: AgentPaths, environ: dict[str, str]) -> int:
 def quiet_server() -> Iterator[tuple[str, threading.Event]]:
     """Answers /version (so the first contact succeeds), then holds every other request unanswered; the
     event counts nothing, it is set when the first held request arrives."""
-    released = threading.Event()
-    held = threading.Event()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.startswith("/version"):
-                body = b'{"major":"1","minor":"36","gitVersion":"v1.36.3"}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            held.set()
-            released.wait(120)
-
-        def do_POST(self) -> None:  # an access review, an eviction: held like the rest
-            held.set()
-            released.wait(120)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", held
-    released.set()
-    server.shutdown()
-    server.server_close()
+    with answering_version_then_holding() as served:
+        yield served
 
 
 def quiet_connection(folder: Path, server: str) -> Connection:
-    config = folder / "kubeconfig"
-    config.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "{server}"}}}}]
-users: [{{name: u, user: {{token: not-a-secret}}}}]
-contexts: [{{name: quiet, context: {{cluster: c, user: u}}}}]
-current-context: quiet
-"""
-    )
+    config = write_kubeconfig(folder / "kubeconfig", contexts={"quiet": (server, None)}, current="quiet")
     return Connection(kubeconfig=(str(config),), context="quiet", namespace="default", request_timeout=0)
 
 

@@ -11,18 +11,17 @@ is needed: the servers are sockets of this test.
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
 
 from kubectl_rollout.agent import cluster_calls
@@ -67,30 +66,8 @@ def silent_server() -> Iterator[str]:
 @pytest.fixture
 def gone_quiet_server() -> Iterator[str]:
     """Answers /version (the first contact), then never answers anything else until the test ends."""
-    released = threading.Event()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.startswith("/version"):
-                body = b'{"major":"1","minor":"36","gitVersion":"v1.36.3"}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            released.wait(120)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    released.set()
-    server.shutdown()
-    server.server_close()
+    with answering_version_then_holding() as (url, _held):
+        yield url
 
 
 def many_nodes_calls(paths: AgentPaths, environ: dict[str, str], config: Path) -> list[tuple[float, str]]:
