@@ -137,6 +137,8 @@ class RolloutDriver:
         self.paused = paused
         #: what the pause switch asked for when the driver last acted on it
         self._paused_by_switch = False
+        #: spec.paused as last known: from our own pause write, or from a record at least as new as it
+        self._workload_paused = False
         self._wake = threading.Event()
         self._last_message = ""
         self._last_paused = False
@@ -198,7 +200,7 @@ class RolloutDriver:
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
-                    if self._paused_by_switch and self._last_paused:
+                    if self._paused_by_switch and self._workload_paused:
                         # Cancelled while paused by this job: the workload stays paused, and says so.
                         return RolloutResult(
                             succeeded=False,
@@ -223,6 +225,8 @@ class RolloutDriver:
                         outcome=RolloutOutcome.DELETED,
                     )
                 record = from_config_map(raw)
+                if record.generation >= self._awaited_generation:
+                    self._workload_paused = bool(record.spec.paused)
                 self._follow_pause_switch(record)
                 if pods is None:
                     pods = self._watch(
@@ -270,7 +274,10 @@ class RolloutDriver:
         try:
             changed = operations.set_paused(self.cluster, self.namespace, self.name, self.emit, paused=wanted)
         except UsageError:
+            self._workload_paused = wanted
             return  # the watch had not caught up: it is already so
+        # A cancel before the watch brings this change back must still know the workload is paused.
+        self._workload_paused = wanted
         # Act on nothing older than the change: a pass on the record as it was would make progress while paused.
         self._awaited_generation = max(self._awaited_generation, changed.record.generation)
 

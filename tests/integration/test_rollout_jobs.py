@@ -177,3 +177,42 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
         cluster.close()
     assert finished.succeeded, finished.message
     assert not [e for e in resumed.events if isinstance(e, ev.FollowingDriver)], resumed.events
+
+
+def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_workload_stays_paused(
+    namespace: str, kubeconfig: Path
+) -> None:
+    """The cancel lands in the window between the driver's own pause write and its watch bringing that write
+    back (a loaded agent met it): the workload is paused all the same, and the result must say so."""
+    from kubectl_rollout.rollout.record import read
+
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        created = run_rollout_action(
+            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), Recorder(), threading.Event()
+        )
+        assert created.outcome is ev.RolloutOutcome.COMPLETE
+        paused, cancel = threading.Event(), threading.Event()
+
+        class CancelOnThePauseWrite(Recorder):
+            def __call__(self, event: Event) -> None:
+                super().__call__(event)
+                if isinstance(event, ev.ReplicaSetCreated):
+                    paused.set()
+                if isinstance(event, ev.SpecChanged) and event.change is ev.SpecChange.PAUSE:
+                    cancel.set()  # before the driver's next pass: its watch has not brought the write back yet
+
+        recorder = CancelOnThePauseWrite()
+        change = RolloutAction(
+            kind=ActionKind.SET_IMAGE,
+            name="web",
+            images=(ev.ContainerImage(container="app", image="registry.example/app:v2"),),
+        )
+        finished = run_rollout_action(cluster, change, recorder, cancel, paused=paused)
+
+        assert any(isinstance(e, ev.SpecChanged) and e.change is ev.SpecChange.PAUSE for e in recorder.events)
+        assert (finished.outcome, finished.paused) == (ev.RolloutOutcome.INTERRUPTED, True), finished
+        assert 'workload "web" stays paused' in finished.message
+        assert read(cluster, namespace, "web").spec.paused is True
+    finally:
+        cluster.close()
