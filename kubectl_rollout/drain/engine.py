@@ -133,6 +133,8 @@ def surge_permissions(*, plan_only: bool) -> list[Permission]:
         Permission("create", "leases", group="coordination.k8s.io"),
         Permission("update", "leases", group="coordination.k8s.io"),
         Permission("delete", "leases", group="coordination.k8s.io"),
+        # each lowered count noted on the workload's PDBs, which gets them counted again at once (pdb_recount)
+        Permission("patch", "poddisruptionbudgets", group="policy"),
     ]
     return needed
 

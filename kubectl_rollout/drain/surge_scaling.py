@@ -46,6 +46,7 @@ from kubectl_rollout.drain.managed_workload import (
     steady_replica_set,
     workload_of,
 )
+from kubectl_rollout.drain.pdb_recount import BudgetKey, clear_count, clear_left_by, note_count
 from kubectl_rollout.drain.surge import (
     SurgeDecision,
     SurgeMax,
@@ -129,6 +130,8 @@ class _Surged:
     keeper: LeaseKeeper | None = None
     #: set once the extra pods are Ready or the surge was given up: its pods may go
     settled: threading.Event = field(default_factory=threading.Event)
+    #: the PDBs over its drained pods: told each lowered count, so that they are counted again at once
+    budgets: tuple[BudgetKey, ...] = ()
 
 
 def surge_lease(cluster: Cluster, namespace: str, name: str) -> WorkloadLease:
@@ -219,6 +222,7 @@ def _restore_leftover(
     )
     if outcome is None:
         return None
+    clear_left_by(cluster, record.namespace, record.drain)
     if ref is None:
         ref = WorkloadRef(kind=record.kind, namespace=record.namespace, name=record.name)
     event = ev.SurgeRestored(
@@ -541,6 +545,7 @@ class SurgeSession:
             selector=dict(raised.spec.selector.match_labels or {}),
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
             keeper=keeper,
+            budgets=tuple((b.metadata.namespace, b.metadata.name) for b in owner.budgets),
         )
         self._surged[owner.ref] = surged
         for key in surged.pods:
@@ -721,6 +726,13 @@ class SurgeSession:
                 surged.let_go = True
                 return
             surged.current = target
+            note_count(
+                self.cluster,
+                surged.budgets,
+                workload=f"{surged.kind.kind}/{surged.object_name}",
+                replicas=target,
+                drain=self.drain,
+            )
 
     def _restore(self, surged: _Surged) -> None:
         with surged.lock:
@@ -736,6 +748,8 @@ class SurgeSession:
                     expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
                     kind=surged.kind,
                 )
+                if surged.evicted:
+                    clear_count(self.cluster, surged.budgets)
             finally:
                 # Released even when the restore failed: the record stays for the next drain, uncordon or resume,
                 # which restore it once the Lease is free; a Lease renewed on (in a long-lived agent) would keep

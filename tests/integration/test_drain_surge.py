@@ -6,6 +6,7 @@ Each test gets its own kwok nodes (``dedicated_nodes``); the plugin runs as a se
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from timeline import Timeline
 from watching import Follower
 
 from kubectl_rollout.drain import surge_record
+from kubectl_rollout.drain.pdb_recount import SURGE_COUNT
 from kubectl_rollout.drain.surge_scaling import surge_lease
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.workload_lease import expires_at
@@ -48,17 +50,21 @@ class ReplicaHistory(Follower):
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self._list = getattr(cluster.apps, f"list_namespaced_{kind}")
         self.counts: list[int] = []
+        #: when each count was delivered (time.monotonic())
+        self.stamps: list[float] = []
 
     def _listing(self) -> tuple[Any, dict[str, Any]]:
         return self._list, {"namespace": self.namespace, "field_selector": f"metadata.name={self.name}"}
 
     def _seed(self, items: list[Any]) -> None:
         self.counts = [d.spec.replicas for d in items]
+        self.stamps = [time.monotonic() for _ in items]
 
     def _apply(self, kind: str, obj: Any) -> None:
         replicas = obj.spec.replicas
         if not self.counts or self.counts[-1] != replicas:
             self.counts.append(replicas)
+            self.stamps.append(time.monotonic())
 
     def start(self) -> ReplicaHistory:
         self._follow()
@@ -70,6 +76,51 @@ class ReplicaHistory(Follower):
         return self.counts
 
 
+class PdbCounts(Follower):
+    """Every expectedPods the disruption controller wrote in a PDB's status, and when it was delivered."""
+
+    def __init__(self, cluster: Cluster, namespace: str, name: str) -> None:
+        super().__init__()
+        self.cluster, self.namespace, self.name = cluster, namespace, name
+        self.counts: list[tuple[float, int]] = []
+        self.notes: list[str] = []
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.policy.list_namespaced_pod_disruption_budget, {
+            "namespace": self.namespace,
+            "field_selector": f"metadata.name={self.name}",
+        }
+
+    def _seed(self, items: list[Any]) -> None:
+        for pdb in items:
+            self._apply("ADDED", pdb)
+
+    def _apply(self, kind: str, obj: Any) -> None:
+        if obj.status is not None and obj.status.expected_pods is not None:
+            self.counts.append((time.monotonic(), obj.status.expected_pods))
+        note = (obj.metadata.annotations or {}).get(SURGE_COUNT)
+        if note and (not self.notes or self.notes[-1] != note):
+            self.notes.append(note)
+
+    def start(self) -> PdbCounts:
+        self._follow()
+        return self
+
+    def stop(self) -> PdbCounts:
+        self._end()
+        return self
+
+    def lag_after(self, stamp: float, counts: list[int]) -> float:
+        """Seconds from a count set at ``stamp`` until the PDB's status counted it, or one set after it (two
+        lowerings close together may be counted as one); inf: never."""
+        return next((at - stamp for at, expected in self.counts if at >= stamp and expected in counts), math.inf)
+
+
+def recount_lags(history: ReplicaHistory, budget: PdbCounts) -> list[float]:
+    """For each count the Deployment had after its first change, how long its PDB took to count it."""
+    return [budget.lag_after(history.stamps[i], history.counts[i:]) for i in range(1, len(history.counts))]
+
+
 def drain(kubeconfig: Path, *args: str, timeout: float = 180) -> Any:
     return run_plugin("drain", *args, "-o", "jsonl", kubeconfig=kubeconfig, timeout=timeout)
 
@@ -77,6 +128,12 @@ def drain(kubeconfig: Path, *args: str, timeout: float = 180) -> Any:
 def surge_labels(cluster: Cluster, namespace: str, name: str) -> dict[str, str]:
     labels = cluster.apps.read_namespaced_deployment(name, namespace).metadata.labels or {}
     return {k: v for k, v in labels.items() if k.startswith("rollout-plus.kubectl.io/surge")}
+
+
+def pdb_note(cluster: Cluster, namespace: str, name: str) -> str:
+    """What a surge drain noted on the PDB (its last count), or ""."""
+    pdb = cluster.policy.read_namespaced_pod_disruption_budget(name, namespace)
+    return str((pdb.metadata.annotations or {}).get(SURGE_COUNT, ""))
 
 
 def replicas_of(cluster: Cluster, namespace: str, name: str) -> int:
@@ -161,9 +218,6 @@ def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
 # --- the milder case: 3 x 10 pods behind maxUnavailable 1 ------------------------------------------
 
 
-# 10 s alone on an idle machine; 126 s and more than 180 s in two CI runs under coverage (thirty evictions'
-# threads, each one traced), hence its own limits.
-@pytest.mark.timeout(600)
 def test_three_deployments_of_ten_behind_max_unavailable_one(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
@@ -175,8 +229,9 @@ def test_three_deployments_of_ten_behind_max_unavailable_one(
             add_pdb(cluster, namespace, app, app=app, expected=10, max_unavailable=1)
     healthy = HealthyPods(cluster, namespace).start()
     histories = {app: ReplicaHistory(cluster, namespace, app).start() for app in apps}
+    budgets = {app: PdbCounts(cluster, namespace, app).start() for app in apps}
 
-    result = drain(kubeconfig, target, "--surge", timeout=480)
+    result = drain(kubeconfig, target, "--surge")
     healthy.settle(dict.fromkeys(apps, 10))
 
     assert result.returncode == 0, result.stderr
@@ -186,6 +241,16 @@ def test_three_deployments_of_ten_behind_max_unavailable_one(
         counts = history.stop()
         assert (counts[0], counts[-1], min(counts), max(counts)) == (10, 10, 10, 20), (app, counts)
         assert surge_labels(cluster, namespace, app) == {}
+        # The disruption controller counts a PDB again on pod and PDB events only. Each lowered count must
+        # reach the PDB about as fast as the raise did (pod events carried that one): otherwise the next
+        # eviction waits out the safety-net backoff (16 s and more) on a status that forgot the lowering.
+        budget = budgets[app].stop()
+        raised, *lowered = recount_lags(history, budget)
+        drain_id = by_type(result, "SurgeRestored")[0]["drain"]
+        assert max(lowered) <= max(3.0, 10 * raised), (app, raised, lowered, counts, budget.counts)
+        # what the PDB said meanwhile: the drain's last count, taken off with the restore
+        assert budget.notes[-1:] == [f"Deployment/{app} 10 (drain {drain_id})"], budget.notes
+        assert pdb_note(cluster, namespace, app) == ""
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
     assert len(by_type(result, "SurgeRestored")) == 3
 
@@ -286,6 +351,8 @@ def test_sigkill_leaves_a_record_that_the_next_drain_restores(
     record = surge_labels(cluster, namespace, "web")
     assert record[surge_record.ORIGINAL] == str(replicas), record
     assert replicas_of(cluster, namespace, "web") > replicas
+    if kill_after == '"type": "PodEvicted"':  # the count was lowered once, and noted on the PDB
+        assert pdb_note(cluster, namespace, "web").endswith(f"(drain {record[surge_record.SURGED_BY]})")
 
     again = drain(kubeconfig, target, "--surge")
     healthy.settle({"web": replicas})
@@ -298,6 +365,7 @@ def test_sigkill_leaves_a_record_that_the_next_drain_restores(
     assert leftover[0]["drain"] == record[surge_record.SURGED_BY]
     assert replicas_of(cluster, namespace, "web") == replicas
     assert surge_labels(cluster, namespace, "web") == {}
+    assert pdb_note(cluster, namespace, "web") == ""  # the killed drain's note went with its record
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
 
 
