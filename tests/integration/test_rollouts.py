@@ -189,8 +189,8 @@ class SideBySide:
         )
 
     def apply(self, document: dict[str, Any], *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
-        result = apply(self.kubeconfig, self.ours, document, self.tmp_path, *args)
-        assert result.returncode == expect, result.stderr
+        """The same change on both sides at the same time: the controller's is only written (it rolls out on
+        its own), then ours runs to its end, then the controller's is awaited."""
         try:
             current = self.cluster.apps.read_namespaced_deployment("web", self.theirs)
         except client.ApiException:
@@ -199,6 +199,8 @@ class SideBySide:
             current.spec = self.cluster.api_client.deserialize(_Raw(document["spec"]), "V1DeploymentSpec")
             current.metadata.annotations = document["metadata"].get("annotations")
             self.cluster.apps.replace_namespaced_deployment("web", self.theirs, current)
+        result = apply(self.kubeconfig, self.ours, document, self.tmp_path, *args)
+        assert result.returncode == expect, result.stderr
         if "--no-wait" not in args:
             self._settle_theirs()
         return result
@@ -212,10 +214,11 @@ class SideBySide:
         assert done.returncode == 0, done.stderr
 
     def undo(self, to_revision: int = 0) -> None:
+        """Both sides at the same time, as ``apply``: kubectl's undo only writes the spec."""
+        self.kubectl("rollout", "undo", "deployment/web", *[f"--to-revision={to_revision}"] * bool(to_revision))
         extra = ["--to-revision", str(to_revision)] if to_revision else []
         ours = run_plugin("undo", "web", *extra, "-n", self.ours, kubeconfig=self.kubeconfig)
         assert ours.returncode == 0, ours.stderr
-        self.kubectl("rollout", "undo", "deployment/web", *[f"--to-revision={to_revision}"] * bool(to_revision))
         self._settle_theirs()
 
     def compare(self, replicas: int, surge: int | str, unavailable: int | str, *, recreate_race: bool = False) -> None:
@@ -665,9 +668,10 @@ def test_pause_mid_rollout_then_resume_side_by_side(both: SideBySide) -> None:
     assert ours["conditions"]["Progressing"] == theirs["conditions"]["Progressing"]
     assert ours["conditions"]["Progressing"] == ("Unknown", "DeploymentPaused", "Deployment is paused")
 
+    # Resumed on both sides at once: the controller's side rolls out while our resume drives ours.
+    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": False}})
     resumed = run_plugin("resume", "web", "-n", both.ours, kubeconfig=both.kubeconfig)
     assert resumed.returncode == 0, resumed.stderr
-    both.cluster.apps.patch_namespaced_deployment("web", both.theirs, {"spec": {"paused": False}})
     both._settle_theirs()
     both.compare(6, 1, 0)
     assert shape(both.cluster, both.ours, "web") == [
