@@ -126,19 +126,41 @@ def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int]
                 raise
 
 
+#: hack/run-suite.sh runs the tests marked ``serial`` in two streams at once, each alone on a control plane of
+#: its own (ROLLOUT_PLUS_SERIAL_STREAM names the stream): these modules' on the first, the others on a second.
+#: The side-by-side rollouts and the count of the API server's 403s go here, the surge drains (a killed one's
+#: record is restored by any later drain in the cluster) and the rest there.
+SERIAL_STREAMS = {
+    "rollouts": ("integration/test_rollouts.py", "integration/test_drain.py"),
+}
+
+
+def _serial_stream(item: pytest.Item) -> str:
+    path = Path(str(item.fspath)).as_posix()
+    return next((name for name, modules in SERIAL_STREAMS.items() if path.endswith(modules)), "others")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Everything under tests/integration needs the cluster; mark it so that
     # `-m "not integration"` selects the unit tests alone.
     for item in items:
         if "integration" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.integration)
+    stream = os.environ.get("ROLLOUT_PLUS_SERIAL_STREAM")
+    if stream:
+        if stream not in (*SERIAL_STREAMS, "others"):
+            raise pytest.UsageError(f"ROLLOUT_PLUS_SERIAL_STREAM={stream}: not one of {[*SERIAL_STREAMS, 'others']}")
+        elsewhere = [item for item in items if _serial_stream(item) != stream]
+        if elsewhere:
+            config.hook.pytest_deselected(items=elsewhere)
+            items[:] = [item for item in items if _serial_stream(item) == stream]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist: each worker gets an agent directory of its own, so that two workers' tests never
-    share an agent (its jobs, its journal, its claims). A test that sets ROLLOUT_PLUS_AGENT_DIR itself keeps
-    its own. Without xdist nothing changes."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    """Under pytest-xdist, and in each stream of the serial tests: each worker gets an agent directory of its
+    own, so that two workers' tests never share an agent (its jobs, its journal, its claims). A test that sets
+    ROLLOUT_PLUS_AGENT_DIR itself keeps its own. Otherwise nothing changes."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("ROLLOUT_PLUS_SERIAL_STREAM")
     if worker and "ROLLOUT_PLUS_AGENT_DIR" not in os.environ:
         import tempfile
 
