@@ -136,6 +136,10 @@ SERIAL_STREAMS = {
 
 
 def _serial_stream(item: pytest.Item) -> str:
+    """The stream of a test: its own ``serial_stream`` mark, else its module's (the two take about as long)."""
+    chosen = item.get_closest_marker("serial_stream")
+    if chosen is not None:
+        return str(chosen.args[0])
     path = Path(str(item.fspath)).as_posix()
     return next((name for name, modules in SERIAL_STREAMS.items() if path.endswith(modules)), "others")
 

@@ -742,6 +742,7 @@ def test_progress_deadline_exceeded_side_by_side(both: SideBySide) -> None:
     }
 
 
+@pytest.mark.serial_stream("others")  # not side by side, and most of it waits out a Lease: beside the surges
 def test_a_driver_killed_mid_rollout_is_finished_by_the_next_one(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
