@@ -89,12 +89,13 @@ class AsyncAgentClient:
         connection = cls(reader, writer, paths, name=name)
         try:
             hello = connection.call(Method.HELLO, protocol=PROTOCOL_VERSION, oldest=OLDEST_ACCEPTED, client=name)
-            connection.agent = dict(await asyncio.wait_for(hello, sync_client.HELLO_TIMEOUT))
+            bound = sync_client.hello_timeout()
+            connection.agent = dict(await asyncio.wait_for(hello, bound))
         except TimeoutError as err:
             await connection.close()
             raise AgentUnavailable(
                 f"the agent at {paths.socket} accepted the connection but did not answer within "
-                f"{sync_client.HELLO_TIMEOUT:.0f} s (stopped or stuck); `{command('agent', 'stop', '--force')}` ends it"
+                f"{bound:g} s (stopped or stuck); `{command('agent', 'stop', '--force')}` ends it"
             ) from err
         except BaseException:
             await connection.close()

@@ -53,6 +53,8 @@ START_TIMEOUT = 20.0
 #: how long a listening agent may take to answer hello: one that accepts and never answers (stopped, wedged)
 #: must not hang every command that connects
 HELLO_TIMEOUT = 10.0
+#: seconds instead of HELLO_TIMEOUT (the tests of a wedged agent shorten it; a very slow machine may lengthen it)
+ENV_HELLO_TIMEOUT = "ROLLOUT_PLUS_AGENT_HELLO_TIMEOUT"
 #: sees every line sent (">") and received ("<"), for tests and debugging
 Trace = Callable[[str, bytes], None]
 
@@ -188,9 +190,19 @@ class AgentClient:
 # --- connecting, and starting the agent ----------------------------------------------------------
 
 
+def hello_timeout(environ: Mapping[str, str] = os.environ) -> float:
+    """HELLO_TIMEOUT, or the positive number of seconds ENV_HELLO_TIMEOUT gives (at most 30 times it)."""
+    try:
+        seconds = float(environ.get(ENV_HELLO_TIMEOUT, ""))
+    except ValueError:
+        return HELLO_TIMEOUT
+    return seconds if 0 < seconds <= HELLO_TIMEOUT * 30 else HELLO_TIMEOUT
+
+
 def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: float | None = None) -> AgentClient:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(HELLO_TIMEOUT if io_timeout is None else min(io_timeout, HELLO_TIMEOUT))
+    bound = hello_timeout()
+    sock.settimeout(bound if io_timeout is None else min(io_timeout, bound))
     try:
         sock.connect(str(paths.socket))
     except OSError:
@@ -209,7 +221,7 @@ def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: floa
             # Listening, and silent: starting another beside it would fail on its pid lock. Said at once.
             raise AgentUnavailable(
                 f"the agent at {paths.socket} accepted the connection but did not answer within "
-                f"{HELLO_TIMEOUT:.0f} s (stopped or stuck); `{command('agent', 'status')}` shows it, "
+                f"{bound:g} s (stopped or stuck); `{command('agent', 'status')}` shows it, "
                 f"`{command('agent', 'stop', '--force')}` ends it"
             ) from err
         # Accepted, then reset: the agent is exiting (a killed agent's last thread still held the socket).

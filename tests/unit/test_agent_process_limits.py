@@ -29,7 +29,7 @@ from watching import eventually
 
 from kubectl_rollout.agent import cluster_calls
 from kubectl_rollout.agent.async_client import AsyncAgentClient
-from kubectl_rollout.agent.client import agent_pid, agent_running, connect
+from kubectl_rollout.agent.client import ENV_HELLO_TIMEOUT, agent_pid, agent_running, connect, hello_timeout
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
@@ -182,11 +182,24 @@ def test_stop_force_ends_an_agent_whose_cluster_workers_are_all_stuck(
         wait_for(lambda: agent.show(job.id).runs == 2, what="the job to resume")
 
 
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [(None, 10.0), ("2", 2.0), ("0.5", 0.5), ("300", 300.0), ("301", 10.0), ("0", 10.0), ("-1", 10.0), ("ten", 10.0)],
+)
+def test_the_hello_bound_is_ten_seconds_unless_the_environment_gives_a_sensible_one(
+    given: str | None, seconds: float
+) -> None:
+    assert hello_timeout({} if given is None else {ENV_HELLO_TIMEOUT: given}) == seconds
+
+
 def test_stop_force_ends_an_agent_that_answers_nothing_and_status_says_it_runs(
-    agent_dir: tuple[AgentPaths, dict[str, str]],
+    agent_dir: tuple[AgentPaths, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths, environ = agent_dir
     pid = start(paths, environ)
+    # Each client below waits out its hello bound once: 2 s here instead of the 10 s default (the table above).
+    environ[ENV_HELLO_TIMEOUT] = "2"
+    monkeypatch.setenv(ENV_HELLO_TIMEOUT, "2")
     os.kill(pid, signal.SIGSTOP)  # as wedged as a process gets: it accepts (the kernel does) and answers nothing
     try:
         status = cli(environ, "agent", "status")
@@ -195,10 +208,10 @@ def test_stop_force_ends_an_agent_that_answers_nothing_and_status_says_it_runs(
         # Any other command says so in one line too, instead of waiting forever for its hello.
         listed = cli(environ, "jobs", "list", timeout=60)
         assert listed.returncode == 1
-        assert "accepted the connection but did not answer within 10 s" in listed.stderr
+        assert "accepted the connection but did not answer within 2 s" in listed.stderr
         assert len(listed.stderr.strip().splitlines()) == 1
         # The TUI's client too.
-        with pytest.raises(AgentUnavailable, match="did not answer within 10 s"):
+        with pytest.raises(AgentUnavailable, match="did not answer within 2 s"):
             asyncio.run(asyncio.wait_for(AsyncAgentClient.open(paths, start=False), 30))
         polite = cli(environ, "agent", "stop")
         assert polite.returncode == 1
