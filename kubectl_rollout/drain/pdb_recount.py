@@ -69,3 +69,5 @@ def _annotate(cluster: Cluster, budgets: Iterable[BudgetKey], value: str | None)
             # removing a killed drain's note) leaves a note that only tells the past.
             level = logging.INFO if err.status in (403, 404) else logging.WARNING
             log.log(level, "could not write the surge count on PDB %s/%s: %s", namespace, name, err.reason)
+        except Exception as err:  # a lost connection: the eviction this follows must not fail for a note
+            log.warning("could not write the surge count on PDB %s/%s: %s", namespace, name, err)
