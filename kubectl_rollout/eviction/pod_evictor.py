@@ -381,20 +381,34 @@ class PodEvictor:
     def _backoff(self, retry: tenacity.RetryCallState) -> float:
         return self.options.retry.delay(_refusal_of(retry), retry.attempt_number)
 
+    def _watched_counts(self, namespace: str, name: str) -> tuple[int | None, int | None]:
+        """A budget's (currentHealthy, desiredHealthy) as watched, when its status is of its current spec."""
+        budget = self._pdbs.get(namespace, name) if self._pdbs is not None else None
+        if budget is None or budget.status is None:
+            return None, None
+        if (budget.status.observed_generation or 0) < (budget.metadata.generation or 0):
+            return None, None
+        return budget.status.current_healthy, budget.status.desired_healthy
+
     def _announce_refusal(self, state: _Attempts, retry: tenacity.RetryCallState) -> None:
         assert retry.next_action is not None
         refusal = _refusal_of(retry)
         state.last_refusal = refusal
         since = state.blocked_since()
         pdb_name = f"{state.pod.metadata.namespace}/{refusal.pdb_name}" if refusal.pdb_name else None
+        healthy, needed = refusal.healthy, refusal.needed
+        if refusal.reason is Refusal.PDB_BLOCKED and healthy is None and refusal.pdb_name:
+            # The server names no counts when the budget has them but its one disruption was just spent on
+            # another pod ("does not allow evicting pods currently"): the watched status has them.
+            healthy, needed = self._watched_counts(state.pod.metadata.namespace, refusal.pdb_name)
         self.emit(
             ev.EvictionBlocked(
                 pod=state.ref,
                 reason=ev.BlockReason(refusal.reason.value),
                 message=refusal.cause_message or refusal.message,
                 pdb=pdb_name,
-                healthy=refusal.healthy,
-                needed=refusal.needed,
+                healthy=healthy,
+                needed=needed,
                 since=since,
                 attempts=state.count,
                 next_try_by=time.time() + retry.next_action.sleep,
