@@ -44,6 +44,7 @@ from kubectl_rollout.agent.protocol import (
     decode,
     encode,
 )
+from kubectl_rollout.agent.settings import seconds_from
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import JobSpec
@@ -192,11 +193,7 @@ class AgentClient:
 
 def hello_timeout(environ: Mapping[str, str] = os.environ) -> float:
     """HELLO_TIMEOUT, or the positive number of seconds ENV_HELLO_TIMEOUT gives (at most 30 times it)."""
-    try:
-        seconds = float(environ.get(ENV_HELLO_TIMEOUT, ""))
-    except ValueError:
-        return HELLO_TIMEOUT
-    return seconds if 0 < seconds <= HELLO_TIMEOUT * 30 else HELLO_TIMEOUT
+    return seconds_from(environ, ENV_HELLO_TIMEOUT, HELLO_TIMEOUT)
 
 
 def _open(paths: AgentPaths, *, trace: Trace | None, name: str, io_timeout: float | None = None) -> AgentClient:

@@ -25,6 +25,7 @@ from kubectl_rollout.agent import cluster_reads
 from kubectl_rollout.agent.cluster_rows import NodeRow, WorkloadKind, WorkloadRow
 from kubectl_rollout.agent.conflicts import node_claim
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
+from kubectl_rollout.agent.settings import seconds_from
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.runner import connect_to
 from kubectl_rollout.jobs.spec import Connection, DrainOptions
@@ -88,11 +89,7 @@ ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
 
 def call_timeout(environ: Mapping[str, str] = os.environ) -> float:
     """CALL_TIMEOUT, or the positive number of seconds ENV_CALL_TIMEOUT gives."""
-    try:
-        seconds = float(environ.get(ENV_CALL_TIMEOUT, ""))
-    except ValueError:
-        return CALL_TIMEOUT
-    return seconds if 0 < seconds <= CALL_TIMEOUT * 30 else CALL_TIMEOUT
+    return seconds_from(environ, ENV_CALL_TIMEOUT, CALL_TIMEOUT)
 
 
 def bounded(connection: Connection) -> Connection:

@@ -42,3 +42,13 @@ class Settings:
                         f"{variable}={env[variable]!r} is not a number; unset it or give seconds/days"
                     ) from err
         return cls(**given)
+
+
+def seconds_from(environ: Mapping[str, str], variable: str, default: float) -> float:
+    """``default``, or the positive number of seconds ``variable`` gives, at most 30 times ``default``
+    (a bound a person may lengthen on a slow machine and the tests shorten; anything else is ignored)."""
+    try:
+        seconds = float(environ.get(variable, ""))
+    except ValueError:
+        return default
+    return seconds if 0 < seconds <= default * 30 else default
