@@ -35,8 +35,8 @@ demo: setup cluster-up
 tui: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" KUBECONFIG=$(abspath $(CLUSTER_DIR))/kubeconfig $(CURDIR)/.bin/kubectl rollout-plus tui
 
-## test: every test, unit and integration (the latter against a real local control plane), on several
-## workers, then the few that need the cluster to themselves (hack/run-suite.sh)
+## test: every test, unit and integration (the latter against real local control planes), on several
+## workers, beside the few that need a cluster to themselves on theirs (hack/run-suite.sh)
 test: setup
 	PYTHON=$(PYTHON) hack/run-suite.sh $(PYTEST) -- $(PYTEST_ARGS)
 
@@ -69,7 +69,7 @@ cluster-status:
 	$(PYTHON) hack/cluster.py status --dir $(CLUSTER_DIR)
 
 clean: cluster-down
-	$(PYTHON) hack/cluster.py down --dir .cluster/tests
+	for dir in .cluster/*/; do $(PYTHON) hack/cluster.py down --dir $$dir; done
 	rm -rf $(VENV) .bin .cluster build dist *.egg-info
 
 ## bench-drain: kubectl drain vs kubectl rollout-plus drain on one cluster (prints figures)

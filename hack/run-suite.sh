@@ -3,17 +3,18 @@
 #
 #   hack/run-suite.sh PYTEST... [-- PYTEST_ARGS...]
 #
-# PYTEST is how to run pytest (`.venv/bin/pytest`, or `.venv/bin/coverage run -m pytest`). Two phases on
-# the control plane started here once (or the running one ROLLOUT_PLUS_TEST_KUBECONFIG names):
+# PYTEST is how to run pytest (`.venv/bin/pytest`, or `.venv/bin/coverage run -m pytest`). Three runs at
+# once, each on a control plane of its own, because most tests wait on the cluster rather than compute:
 #
-# 1. every test not marked `serial`, on ROLLOUT_PLUS_TEST_WORKERS pytest-xdist workers (default 3: most
-#    integration tests wait on the cluster rather than compute, so more workers than cores pays);
-# 2. the tests marked `serial`, in two streams at once, each alone on a control plane of its own
-#    (conftest.py, SERIAL_STREAMS): the side-by-side rollouts on the first, the rest (surge drains, whose
-#    killed records any drain in the cluster restores) on a second one started here in .cluster/tests-serial.
+# - the tests not marked `serial`, on ROLLOUT_PLUS_TEST_WORKERS pytest-xdist workers (default 3), on the
+#   control plane started here in .cluster/tests (or the running one ROLLOUT_PLUS_TEST_KUBECONFIG names);
+# - the tests marked `serial`, which need a cluster on which no other test acts, in two streams
+#   (tests/conftest.py, SERIAL_STREAMS), each alone on a control plane started here: the side-by-side
+#   rollouts in .cluster/tests-rollouts, the rest (surge drains, whose killed records any drain in the cluster
+#   restores) in .cluster/tests-serial. A stream's output is shown when it ends.
 #
-# Each phase writes its JUnit reports into ROLLOUT_PLUS_JUNIT_DIR when set. Exits non-zero when either
-# phase failed, and with pytest's 5 when no phase ran a test.
+# Each run writes its JUnit report into ROLLOUT_PLUS_JUNIT_DIR when set. Exits non-zero when any run failed,
+# and with pytest's 5 when no run ran a test.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -24,53 +25,65 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do pytest+=("$1"); shift; done
 args=("$@")
 workers=${ROLLOUT_PLUS_TEST_WORKERS:-3}
 junit_dir=${ROLLOUT_PLUS_JUNIT_DIR:-}
-cluster_dir="$root/.cluster/tests"
 python=${PYTHON:-python3}
+logs=$(mktemp -d "${TMPDIR:-/tmp}/run-suite.XXXXXX")
 
-started=0
+# The control planes this script started, stopped at the end unless ROLLOUT_PLUS_KEEP_CLUSTER=1.
+started=()
+stop_clusters() {
+  if [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
+    for dir in ${started[@]+"${started[@]}"}; do "$python" hack/cluster.py down --dir "$dir" >/dev/null 2>&1; done
+  fi
+  rm -rf "$logs"
+}
+trap stop_clusters EXIT
+
+# Remembers the directories of control planes not yet running, before anything starts, so that the trap stops
+# each one even when its start fails halfway.
+for dir in "$root/.cluster/tests" "$root/.cluster/tests-rollouts" "$root/.cluster/tests-serial"; do
+  if [ "$dir" = "$root/.cluster/tests" ] && [ -n "${ROLLOUT_PLUS_TEST_KUBECONFIG:-}" ]; then continue; fi
+  "$python" hack/cluster.py status --dir "$dir" >/dev/null 2>&1 || started+=("$dir")
+done
+
+junit() { [ -n "$junit_dir" ] && mkdir -p "$junit_dir" && echo "--junitxml=$junit_dir/$1.xml"; }
+
+# One stream of the serial tests: its control plane, then pytest alone on it; the output goes to a log.
+serial_stream() {
+  local stream=$1 dir=$2 kubeconfig
+  if ! kubeconfig=$("$python" hack/cluster.py up --dir "$dir" | tail -n 1); then
+    echo "run-suite: the control plane of the $stream stream did not start; see $dir/logs"
+    return 1
+  fi
+  ROLLOUT_PLUS_SERIAL_STREAM=$stream ROLLOUT_PLUS_TEST_KUBECONFIG=$kubeconfig \
+    "${pytest[@]}" -m serial $(junit "serial-$stream") ${args[@]+"${args[@]}"}
+}
+echo "run-suite: the tests marked serial, in two streams on control planes of their own (shown when they end)" >&2
+serial_stream rollouts "$root/.cluster/tests-rollouts" >"$logs/rollouts.log" 2>&1 &
+rollouts_pid=$!
+serial_stream others "$root/.cluster/tests-serial" >"$logs/others.log" 2>&1 &
+others_pid=$!
+
 if [ -z "${ROLLOUT_PLUS_TEST_KUBECONFIG:-}" ]; then
-  "$python" hack/cluster.py status --dir "$cluster_dir" >/dev/null 2>&1 || started=1
-  kubeconfig=$("$python" hack/cluster.py up --dir "$cluster_dir" | tail -n 1) || {
-    echo "run-suite: the local control plane did not start; see $cluster_dir/logs" >&2
+  kubeconfig=$("$python" hack/cluster.py up --dir "$root/.cluster/tests" | tail -n 1) || {
+    echo "run-suite: the local control plane did not start; see $root/.cluster/tests/logs" >&2
+    kill "$rollouts_pid" "$others_pid" 2>/dev/null
+    wait
     exit 1
   }
   export ROLLOUT_PLUS_TEST_KUBECONFIG=$kubeconfig
 fi
-stop_cluster() {
-  if [ "$started" = 1 ] && [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
-    "$python" hack/cluster.py down --dir "$cluster_dir" >/dev/null 2>&1
-  fi
-}
-trap stop_cluster EXIT
-
-junit() { [ -n "$junit_dir" ] && mkdir -p "$junit_dir" && echo "--junitxml=$junit_dir/$1.xml"; }
-
-echo "run-suite: phase 1, the tests not marked serial, on $workers workers" >&2
+echo "run-suite: meanwhile the tests not marked serial, on $workers workers" >&2
 "${pytest[@]}" -n "$workers" --dist loadgroup -m "not serial" $(junit parallel) ${args[@]+"${args[@]}"}
 parallel=$?
-echo "run-suite: phase 2, the tests marked serial, in two streams on two control planes" >&2
-serial_dir="$root/.cluster/tests-serial"
-serial_started=0
-"$python" hack/cluster.py status --dir "$serial_dir" >/dev/null 2>&1 || serial_started=1
-stop_clusters() {
-  stop_cluster
-  if [ "$serial_started" = 1 ] && [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
-    "$python" hack/cluster.py down --dir "$serial_dir" >/dev/null 2>&1
-  fi
-}
-trap stop_clusters EXIT
-ROLLOUT_PLUS_SERIAL_STREAM=rollouts "${pytest[@]}" -m serial $(junit serial-rollouts) ${args[@]+"${args[@]}"} &
-rollouts_pid=$!
-if serial_kubeconfig=$("$python" hack/cluster.py up --dir "$serial_dir" | tail -n 1); then
-  ROLLOUT_PLUS_SERIAL_STREAM=others ROLLOUT_PLUS_TEST_KUBECONFIG=$serial_kubeconfig \
-    "${pytest[@]}" -m serial $(junit serial-others) ${args[@]+"${args[@]}"}
-  others=$?
-else
-  echo "run-suite: the second control plane did not start; see $serial_dir/logs" >&2
-  others=1
-fi
+
 wait "$rollouts_pid"
 rollouts=$?
+wait "$others_pid"
+others=$?
+for stream in rollouts others; do
+  echo "run-suite: ---- the serial stream '$stream' ----" >&2
+  cat "$logs/$stream.log"
+done
 
 # pytest's 5 is "no test ran": fine for one run when another ran some (a -k that selects only one kind).
 if [ "$parallel" = 5 ] && [ "$rollouts" = 5 ] && [ "$others" = 5 ]; then exit 5; fi
@@ -78,5 +91,5 @@ if [ "$parallel" = 5 ] && [ "$rollouts" = 5 ] && [ "$others" = 5 ]; then exit 5;
 [ "$rollouts" = 5 ] && rollouts=0
 [ "$others" = 5 ] && others=0
 [ "$parallel" = 0 ] && [ "$rollouts" = 0 ] && [ "$others" = 0 ] && exit 0
-echo "run-suite: failed (phase 1 exit $parallel, phase 2 exits $rollouts (rollouts) and $others (others))" >&2
+echo "run-suite: failed (exit $parallel for the tests not marked serial; $rollouts and $others for the serial streams rollouts and others)" >&2
 exit 1

@@ -126,8 +126,9 @@ def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int]
                 raise
 
 
-#: hack/run-suite.sh runs the tests marked ``serial`` in two streams at once, each alone on a control plane of
-#: its own (ROLLOUT_PLUS_SERIAL_STREAM names the stream): these modules' on the first, the others on a second.
+#: hack/run-suite.sh runs the tests marked ``serial`` in two streams, each one test at a time on a control plane
+#: of its own (ROLLOUT_PLUS_SERIAL_STREAM names the stream), beside the other tests on theirs: these modules'
+#: on one, the others on another.
 #: The side-by-side rollouts and the count of the API server's 403s go here, the surge drains (a killed one's
 #: record is restored by any later drain in the cluster) and the rest there.
 SERIAL_STREAMS = {

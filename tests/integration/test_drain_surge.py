@@ -37,7 +37,7 @@ from kubectl_rollout.kube.workload_lease import expires_at
 from kubectl_rollout.rollout import record as managed_record
 
 #: Surges are timed against readiness delays and watched pod by pod, and a killed drain's record is
-#: restored by any later drain: run alone (hack/run-suite.sh, phase 2).
+#: restored by any later drain: run alone on a cluster of their own (hack/run-suite.sh, a serial stream).
 pytestmark = pytest.mark.serial
 
 

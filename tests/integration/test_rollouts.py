@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,8 @@ from timeline import Timeline
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.replica_math import max_unavailable
 
-#: Side by side with the Deployment controller and watched for every fencepost: run alone (hack/run-suite.sh,
-#: phase 2), where the ReplicaSet controller keeps the pace it has in production rather than a loaded one's.
+#: Side by side with the Deployment controller and watched for every fencepost: run one at a time on a cluster
+#: of their own (hack/run-suite.sh, a serial stream), so that no other test's pods share its controllers.
 pytestmark = pytest.mark.serial
 
 
@@ -188,17 +189,43 @@ class SideBySide:
             what="the controller's rollout",
         )
 
+    def change_theirs(self, change: Callable[[Any], None]) -> None:
+        """Read, change and write back the controller's Deployment, again on a conflict: the controller writes
+        its status meanwhile (client-go's RetryOnConflict, as kubectl's edits do)."""
+        for _attempt in range(10):
+            current = self.cluster.apps.read_namespaced_deployment("web", self.theirs)
+            change(current)
+            try:
+                self.cluster.apps.replace_namespaced_deployment("web", self.theirs, current)
+                return
+            except client.ApiException as err:
+                if err.status != 409:
+                    raise
+        raise AssertionError(f"deployment web in {self.theirs}: still a conflict after 10 writes")
+
+    def change_template(self, document: dict[str, Any]) -> None:
+        """The controller's Deployment gets ``document``'s pod template, and nothing else."""
+
+        def change(current: Any) -> None:
+            template = document["spec"]["template"]
+            current.spec.template = self.cluster.api_client.deserialize(_Raw(template), "V1PodTemplateSpec")
+
+        self.change_theirs(change)
+
     def apply(self, document: dict[str, Any], *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
         """The same change on both sides at the same time: the controller's is only written (it rolls out on
         its own), then ours runs to its end, then the controller's is awaited."""
+
+        def change(current: Any) -> None:
+            current.spec = self.cluster.api_client.deserialize(_Raw(document["spec"]), "V1DeploymentSpec")
+            current.metadata.annotations = document["metadata"].get("annotations")
+
         try:
-            current = self.cluster.apps.read_namespaced_deployment("web", self.theirs)
+            self.cluster.apps.read_namespaced_deployment("web", self.theirs)
         except client.ApiException:
             self.cluster.apps.create_namespaced_deployment(self.theirs, document)
         else:
-            current.spec = self.cluster.api_client.deserialize(_Raw(document["spec"]), "V1DeploymentSpec")
-            current.metadata.annotations = document["metadata"].get("annotations")
-            self.cluster.apps.replace_namespaced_deployment("web", self.theirs, current)
+            self.change_theirs(change)
         result = apply(self.kubeconfig, self.ours, document, self.tmp_path, *args)
         assert result.returncode == expect, result.stderr
         if "--no-wait" not in args:
@@ -587,9 +614,7 @@ def test_scale_mid_rollout_side_by_side(both: SideBySide, new_size: int) -> None
     v2 = with_image(document, "registry.example/app:v2")
     v2["spec"]["template"]["metadata"]["annotations"][manifests.READY_AFTER] = "30s"
     driver = start_apply(both.kubeconfig, both.ours, v2, both.tmp_path)
-    current = both.cluster.apps.read_namespaced_deployment("web", both.theirs)
-    current.spec.template = both.cluster.api_client.deserialize(_Raw(v2["spec"]["template"]), "V1PodTemplateSpec")
-    both.cluster.apps.replace_namespaced_deployment("web", both.theirs, current)
+    both.change_template(v2)
     stalled = [(1, 1, manifests.IMAGE), (2, 4, "registry.example/app:v2")]
     for namespace in (both.ours, both.theirs):
         until_shape(both.cluster, namespace, stalled, f"the rollout in {namespace} to wait for the v2 pods")
@@ -635,9 +660,7 @@ def test_pause_mid_rollout_then_resume_side_by_side(both: SideBySide) -> None:
     both.watch()
     v2 = with_image(document, "registry.example/app:v2")
     driver = start_apply(both.kubeconfig, both.ours, v2, both.tmp_path)
-    current = both.cluster.apps.read_namespaced_deployment("web", both.theirs)
-    current.spec.template = both.cluster.api_client.deserialize(_Raw(v2["spec"]["template"]), "V1PodTemplateSpec")
-    both.cluster.apps.replace_namespaced_deployment("web", both.theirs, current)
+    both.change_template(v2)
     for namespace in (both.ours, both.theirs):
         watching.until(
             both.cluster.apps.list_namespaced_replica_set,
@@ -1167,9 +1190,7 @@ def test_a_refused_replica_set_is_replica_set_create_error_side_by_side(both: Si
     result = apply(both.kubeconfig, both.ours, v2, both.tmp_path, "--timeout", "8s")
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
-    current = both.cluster.apps.read_namespaced_deployment("web", both.theirs)
-    current.spec.template = both.cluster.api_client.deserialize(_Raw(v2["spec"]["template"]), "V1PodTemplateSpec")
-    both.cluster.apps.replace_namespaced_deployment("web", both.theirs, current)
+    both.change_template(v2)
     watching.until(
         both.cluster.apps.list_namespaced_deployment,
         lambda d: any(c.reason == "ReplicaSetCreateError" for c in d.status.conditions or []),
