@@ -52,12 +52,12 @@ unit: $(VENV)/.installed
 integration: setup
 	$(BIN)/pytest -m integration $(PYTEST_ARGS)
 
-## lint: ruff, mypy, and the import contracts of pyproject.toml (lint-imports, over the tree as it installs)
+## lint: ruff, mypy, and the import contracts of pyproject.toml (lint-imports)
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python hack/lint_imports.py
+	$(BIN)/lint-imports --no-cache
 
 cluster-up: binaries
 	$(PYTHON) hack/cluster.py up --dir $(CLUSTER_DIR)
