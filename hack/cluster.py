@@ -7,7 +7,7 @@ playing the kubelet for a few fake nodes. Only the binaries built by
 hack/build-binaries.sh are used.
 
     hack/cluster.py up   [--dir DIR] [--nodes N] [--apiserver-arg=--flag=value ...]
-    hack/cluster.py restart-apiserver [--dir DIR] [--down-seconds N]   (stops and restarts only its kube-apiserver)
+    hack/cluster.py restart-apiserver [--dir DIR] [--down-seconds N] [--crash]   (only its kube-apiserver)
     hack/cluster.py down [--dir DIR]
     hack/cluster.py status [--dir DIR]
 
@@ -613,10 +613,12 @@ def down(workdir: Path) -> None:
     log(f"stopped the cluster in {workdir}")
 
 
-def restart_apiserver(workdir: Path, down_seconds: float) -> str:
+def restart_apiserver(workdir: Path, down_seconds: float, *, crash: bool = False) -> str:
     """Stop this cluster's kube-apiserver (its recorded pid only), keep it down, start it with the same argv.
 
-    For the outage tests: the port, certificates and etcd stay, so clients reconnect to the same URL.
+    For the outage tests: the port, certificates and etcd stay, so clients reconnect to the same URL. A stop
+    is graceful (SIGTERM: the server goes on answering for up to 10 s while it shuts down, then SIGKILL); a
+    crash is SIGKILL at once, so the outage is exactly ``down_seconds`` (plus the start).
     Returns one line: when it stopped answering, when it was started again, when it was ready (epoch seconds).
     """
     workdir = workdir.resolve()
@@ -627,7 +629,13 @@ def restart_apiserver(workdir: Path, down_seconds: float) -> str:
         raise ClusterError(f"no running kube-apiserver recorded in {workdir}; run `hack/cluster.py up --dir {workdir}`")
     argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
     stopped = time.time()
-    stop([proc])
+    if crash:
+        os.kill(proc.pid, signal.SIGKILL)
+        while is_running(proc):
+            reap_children()
+            time.sleep(0.05)
+    else:
+        stop([proc])
     reap_children()
     time.sleep(max(0.0, stopped + down_seconds - time.time()))
     started = time.time()
@@ -690,6 +698,9 @@ def main(argv: list[str] | None = None) -> int:
     restart_cmd.add_argument(
         "--down-seconds", type=float, default=10.0, help="from the stop signal to the new start (default 10)"
     )
+    restart_cmd.add_argument(
+        "--crash", action="store_true", help="SIGKILL at once instead of a graceful stop (SIGTERM, up to 10 s)"
+    )
     for cmd in (
         up_cmd,
         restart_cmd,
@@ -709,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "down":
             down(args.dir)
         elif args.command == "restart-apiserver":
-            print(restart_apiserver(args.dir, args.down_seconds))
+            print(restart_apiserver(args.dir, args.down_seconds, crash=args.crash))
         else:
             return status(args.dir)
     except ClusterError as err:

@@ -1,6 +1,9 @@
 """Drain against an API server that throttles: --max-requests-inflight=1, priority and fairness off.
 
-Such a server answers excess requests 429 with Retry-After. The drain must
+Such a server answers excess requests 429 with Retry-After. Another client
+keeps its slots busy: reads in a loop, and creates whose bodies arrive slowly,
+which hold the one mutating slot as long as they take, so the drain's
+evictions meet the server's 429s however loaded the machine is. The drain must
 still complete, and no request of ours may repeat a throttled one sooner than
 the server asked: proved from the API server's own audit log (when it refused
 each request, when the repeat arrived), not from what our code says it waited.
@@ -12,7 +15,7 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +81,30 @@ def hammer(cluster: Cluster, stop: threading.Event, retry_after: list[str]) -> N
         except ApiException as err:
             if err.status == 429:
                 retry_after.append((err.headers or {}).get("Retry-After", ""))
+
+
+def hold_the_mutating_slot(cluster: Cluster, namespace: str, stop: threading.Event) -> None:
+    """Creates whose body arrives over a second, a second apart: the server counts a request in flight from
+    its headers on, so each one keeps the one mutating slot for its whole body, and an eviction sent meanwhile
+    is refused 429 by the server's max-in-flight filter."""
+    config = cluster.api_client.configuration
+    url = f"{config.host}/api/v1/namespaces/{namespace}/configmaps"
+    headers = {
+        "Authorization": config.auth_settings()["BearerToken"]["value"],
+        "Content-Type": "application/json",
+        "User-Agent": HAMMER_AGENT,
+    }
+
+    def slow_body() -> Iterator[bytes]:
+        yield b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "slot-"}'
+        stop.wait(1.0)
+        yield b"}"
+
+    while not stop.is_set():
+        cluster.api_client.rest_client.pool_manager.urlopen(
+            "POST", url, body=slow_body(), chunked=True, headers=headers, preload_content=True
+        )
+        stop.wait(1.0)
 
 
 def _at(stamp: str) -> float:
@@ -148,7 +175,22 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(throttled: tup
     # The load is another client (its own user agent), so that the audit log tells its requests from ours.
     loader = connect(ConnectionSettings(kubeconfig=str(kubeconfig), context="rollout-plus-operator"))
     loader.api_client.user_agent = HAMMER_AGENT
-    load = [threading.Thread(target=hammer, args=(loader, stop, asked)) for _ in range(6)]
+    died: list[BaseException] = []
+
+    def load_thread(target: Callable[..., None], *args: Any) -> threading.Thread:
+        """A thread of the load that, should it stop early, fails the test: the load proves nothing then."""
+
+        def run() -> None:
+            try:
+                target(*args)
+            except BaseException as err:
+                died.append(err)
+                raise
+
+        return threading.Thread(target=run)
+
+    load = [load_thread(hammer, loader, stop, asked) for _ in range(6)]
+    load.append(load_thread(hold_the_mutating_slot, loader, namespace, stop))
     engine = DrainEngine(cluster, DrainOptions(timeout=300), EventStream("throttled", seen.append).emit)
     for thread in load:
         thread.start()
@@ -161,6 +203,7 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(throttled: tup
             thread.join()
         loader.close()
 
+    assert died == [], f"the load stopped before the drain ended: {died!r}"
     assert finished.failed == ()
     assert finished.drained == ("kwok-node-0",)
     assert asked, "the server never throttled: the scenario proves nothing"
