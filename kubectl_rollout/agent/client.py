@@ -16,7 +16,6 @@ import contextlib
 import errno
 import fcntl
 import itertools
-import json
 import os
 import socket
 import subprocess
@@ -354,8 +353,3 @@ def agent_pid(paths: AgentPaths) -> int | None:
         return None
     finally:
         os.close(fd)
-
-
-def read_json_lines(data: bytes) -> list[dict[str, Any]]:
-    """Every JSON object in captured socket traffic (for tests and debugging)."""
-    return [json.loads(line) for line in data.splitlines() if line.strip()]

@@ -22,9 +22,5 @@ def resume_workload(name: str) -> str:
     return command("resume", name)
 
 
-def create_workload() -> str:
-    return command("apply", "-f")
-
-
 def restart_workload(workload: str, namespace: str, *, resume: bool = False) -> str:
     return command("restart", workload, "-n", namespace, *(["--resume"] if resume else []))

@@ -63,5 +63,5 @@ def require(cluster: Cluster, needed: list[Permission], *, action: str) -> None:
     if missing:
         raise PermissionDenied(
             f'context "{cluster.context}" may not {", ".join(str(p) for p in missing)}, which {action} needs; '
-            "nothing was changed. Use a context with these permissions (see the README's RBAC section)"
+            "nothing was changed. Use a context with these permissions (docs/rbac.md has a Role for each command)"
         )

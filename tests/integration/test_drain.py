@@ -765,7 +765,7 @@ def test_no_permission_names_what_is_missing_and_changes_nothing(
         assert missing, f"{user} may do all a drain needs"
         assert lines[0] == (
             f'error: context "{context}" may not {", ".join(missing)}, which kubectl rollout-plus drain needs; '
-            "nothing was changed. Use a context with these permissions (see the README's RBAC section)"
+            "nothing was changed. Use a context with these permissions (docs/rbac.md has a Role for each command)"
         )
         assert snapshot(cluster, namespace, target) == before
 

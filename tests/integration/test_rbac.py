@@ -269,7 +269,7 @@ def test_a_viewer_gets_one_line_naming_the_verbs_it_lacks(
     # The permission check's refusal, not some later error that happens to name the context ...
     assert line.startswith('error: context "rollout-plus-viewer" may not '), line
     assert line.endswith(
-        "needs; nothing was changed. Use a context with these permissions (see the README's RBAC section)"
+        "needs; nothing was changed. Use a context with these permissions (docs/rbac.md has a Role for each command)"
     ), line
     # ... naming the verb the viewer lacks, and only verbs the cluster's authorizer does refuse the viewer.
     named = named_permissions(line)

@@ -130,13 +130,6 @@ def _next(view: PodView, event: Event) -> PodView:
     return view
 
 
-def count_states(pods: Mapping[str, PodView]) -> dict[PodState, int]:
-    counts = dict.fromkeys(PodState, 0)
-    for pod in pods.values():
-        counts[pod.state] += 1
-    return counts
-
-
 def with_pdb_pods(
     known: Mapping[str, ev.PdbPodsUnhealthy], event: ev.PdbPodsUnhealthy
 ) -> Mapping[str, ev.PdbPodsUnhealthy]:
