@@ -26,7 +26,7 @@ def claims(spec: JobSpec) -> frozenset[str]:
             return frozenset()
         return frozenset(node_claim(context, node) for node in spec.drain.nodes)
     if spec.rollout is not None:
-        namespace = spec.rollout.namespace or spec.connection.namespace or "default"
+        namespace = spec.rollout.named_namespace or spec.connection.namespace or "default"
         return frozenset({f"{context or ''} {namespace}/workload/{spec.rollout.workload}"})
     if spec.restart is not None:
         if spec.restart.dry_run.value != "none":

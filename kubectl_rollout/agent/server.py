@@ -733,11 +733,12 @@ def spec_to_resume(spec: JobSpec, recorded: set[str]) -> JobSpec:
     if spec.restart is not None and not spec.restart.resume:
         return dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
     if spec.rollout is not None and spec.rollout.kind is not ActionKind.WATCH and "SpecChanged" in recorded:
-        namespace = spec.rollout.namespace
-        if namespace is None and spec.rollout.manifest is not None:
-            namespace = (spec.rollout.manifest.get("metadata") or {}).get("namespace")
         watch = dataclasses.replace(
-            spec.rollout, kind=ActionKind.WATCH, name=spec.rollout.workload, namespace=namespace, manifest=None
+            spec.rollout,
+            kind=ActionKind.WATCH,
+            name=spec.rollout.workload,
+            namespace=spec.rollout.named_namespace,
+            manifest=None,
         )
         return dataclasses.replace(spec, rollout=watch)
     return spec

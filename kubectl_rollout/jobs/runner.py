@@ -247,9 +247,7 @@ def _rollout(
     action = spec.rollout
     assert action is not None
     # Permissions first, as a drain does: a viewer learns which verbs it lacks, and nothing changes.
-    namespace = action.namespace or cluster.namespace
-    if action.kind is ActionKind.APPLY and action.manifest is not None:
-        namespace = str((action.manifest.get("metadata") or {}).get("namespace") or namespace)
+    namespace = action.named_namespace or cluster.namespace
     require(
         cluster,
         rollout_permissions(action, namespace),

@@ -152,6 +152,18 @@ class RolloutAction:
             return str((self.manifest.get("metadata") or {}).get("name", ""))
         return self.name
 
+    @property
+    def named_namespace(self) -> str | None:
+        """The namespace the action names itself: ``-n``, else an applied manifest's ``metadata.namespace``.
+        None: the connection's (``-n``, then the context's). Everyone who needs the workload's namespace (the
+        job, its claims, its resume) asks here, so that they never disagree."""
+        if self.namespace:
+            return self.namespace
+        if self.kind is ActionKind.APPLY and self.manifest is not None:
+            given = (self.manifest.get("metadata") or {}).get("namespace")
+            return str(given) if given else None
+        return None
+
     def as_dict(self) -> dict[str, Any]:
         return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 

@@ -44,7 +44,7 @@ def run_rollout_action(
     ``paused``: the job's pause switch: while it is set, the driven workload is paused and the job waits for it
     to be cleared, then resumes the workload and drives on (see ``RolloutDriver``).
     """
-    namespace = action.namespace or cluster.namespace
+    namespace = action.named_namespace or cluster.namespace
     name = action.workload
     try:
         if cancel.is_set():
@@ -90,8 +90,7 @@ def _run(
         )
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
-    manifest_namespace = ((action.manifest or {}).get("metadata") or {}).get("namespace")
-    refuse_while_held_for_a_purpose(cluster, manifest_namespace or namespace, record_name(action.workload))
+    refuse_while_held_for_a_purpose(cluster, namespace, record_name(action.workload))
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")

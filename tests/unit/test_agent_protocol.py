@@ -23,7 +23,16 @@ from kubectl_rollout.agent.protocol import (
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.eviction import DryRun
-from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec, RestartJob
+from kubectl_rollout.jobs.spec import (
+    ActionKind,
+    Connection,
+    DrainJob,
+    DrainOptions,
+    JobKind,
+    JobSpec,
+    RestartJob,
+    RolloutAction,
+)
 
 
 @pytest.mark.parametrize(
@@ -185,3 +194,34 @@ def test_where_a_job_runs(flag: bool | None, env: dict[str, str], terminal: bool
     from kubectl_rollout.cli.job_options import wants_agent
 
     assert wants_agent(flag, env, terminal=terminal) is agent
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "shared"),
+    [
+        # apply -f of a manifest in prod, without -n: the manifest's namespace, as the job itself acts there
+        ({"manifest_namespace": "prod"}, {"namespace": "prod"}, "prod/workload/web"),
+        ({"manifest_namespace": "prod"}, {"connection_namespace": "prod"}, "prod/workload/web"),
+        ({"manifest_namespace": "prod"}, {}, None),  # set image in default: another workload
+        ({"namespace": "prod"}, {"connection_namespace": "prod"}, "prod/workload/web"),
+        ({}, {}, "default/workload/web"),
+    ],
+)
+def test_a_rollout_claims_its_workload_in_the_namespace_it_acts_in(
+    ours: dict[str, str], theirs: dict[str, str], shared: str | None
+) -> None:
+    def rollout(
+        *, manifest_namespace: str = "", namespace: str | None = None, connection_namespace: str | None = None
+    ) -> JobSpec:
+        if manifest_namespace:
+            manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+            manifest["metadata"]["namespace"] = manifest_namespace  # type: ignore[index]
+            action = RolloutAction(kind=ActionKind.APPLY, manifest=manifest, namespace=namespace)
+        else:
+            action = RolloutAction(kind=ActionKind.SET_IMAGE, name="web", namespace=namespace)
+        return JobSpec(
+            kind=JobKind.ROLLOUT, connection=Connection(context="c", namespace=connection_namespace), rollout=action
+        )
+
+    running = {"job1": claims(rollout(**theirs))}
+    assert conflict(rollout(**ours), running) == (("job1", shared) if shared else None)
