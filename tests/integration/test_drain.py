@@ -133,8 +133,10 @@ def test_blocked_pods_are_explained_with_pdb_counts(
     assert blocked, text.stderr
     assert f"PodDisruptionBudget {namespace}/web-pdb" in blocked[0]
     assert "blocked since" in blocked[0]
-    # The counts are the budget's own, as the disruption controller wrote them while it allowed no disruption:
-    # maxUnavailable 1 of 3 needs 2 healthy, and 2 were while the third's replacement was not Ready yet.
+    # The counts are the budget's own, as the cluster wrote them while it allowed no disruption: maxUnavailable
+    # 1 of 3 needs 2 healthy. Healthy is 3 right after the eviction spent the one disruption (the API server
+    # writes that status itself, the evicted pod not yet gone), 2 once the disruption controller recounted
+    # while the replacement was not Ready yet: either is what the budget said at that moment.
     no_room = {
         (w.obj.status.current_healthy, w.obj.status.desired_healthy)
         for w in budgets.writes("pdb")
@@ -146,7 +148,7 @@ def test_blocked_pods_are_explained_with_pdb_counts(
         counts = re.search(r"\(healthy (\d+), needs (\d+)\)", line)
         assert counts is not None, line
         said = (int(counts.group(1)), int(counts.group(2)))
-        assert said == (2, 2), line
+        assert said[1] == 2, line
         assert said in no_room, (line, no_room)
 
 
