@@ -221,11 +221,11 @@ class SideBySide:
             current.metadata.annotations = document["metadata"].get("annotations")
 
         try:
-            self.cluster.apps.read_namespaced_deployment("web", self.theirs)
-        except client.ApiException:
-            self.cluster.apps.create_namespaced_deployment(self.theirs, document)
-        else:
             self.change_theirs(change)
+        except client.ApiException as err:
+            if err.status != 404:
+                raise
+            self.cluster.apps.create_namespaced_deployment(self.theirs, document)
         result = apply(self.kubeconfig, self.ours, document, self.tmp_path, *args)
         assert result.returncode == expect, result.stderr
         if "--no-wait" not in args:
