@@ -23,11 +23,12 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.agent import cluster_reads
 from kubectl_rollout.agent.cluster_rows import NodeRow, WorkloadKind, WorkloadRow
-from kubectl_rollout.agent.conflicts import node_claim
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
 from kubectl_rollout.agent.settings import seconds_from
+from kubectl_rollout.job_loop.loop import connect_to
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
-from kubectl_rollout.jobs.runner import connect_to
+from kubectl_rollout.jobs.kinds.base import claim
+from kubectl_rollout.jobs.kinds.drain import node_claim
 from kubectl_rollout.jobs.spec import Connection, DrainOptions
 from kubectl_rollout.kube.api_outage import is_connection_error
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error, describe_transport_failure
@@ -57,8 +58,8 @@ def namespace_of(params: Mapping[str, Any], connection: Connection) -> str:
 
 
 def workload_claim(connection: Connection, namespace: str, kind: str, name: str) -> str:
-    """The claim (see ``conflicts``) a job driving this workload holds."""
-    return f"{connection.context or ''} {namespace}/{kind}/{name}"
+    """The claim (``JobKindFacts.claims``) a job driving this workload holds."""
+    return claim(connection.context, f"{namespace}/{kind}/{name}")
 
 
 def _string(params: Mapping[str, Any], key: str, what: str) -> str:

@@ -27,6 +27,7 @@ from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.protocol import ABRIDGED_TEXT, JobInfo, cut
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobState
+from kubectl_rollout.jobs.kinds import target_of
 from kubectl_rollout.jobs.spec import JobResult, JobSpec
 
 DAY = 86400.0
@@ -154,7 +155,7 @@ class Journal:
                 (
                     job_id,
                     spec.kind.value,
-                    spec.target,
+                    target_of(spec),
                     spec.to_json(),
                     JobState.PENDING.value,
                     now or time.time(),

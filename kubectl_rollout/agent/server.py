@@ -48,7 +48,7 @@ from kubectl_rollout.agent.cluster_methods import (
     namespace_of,
     workload_claim,
 )
-from kubectl_rollout.agent.conflicts import claims, conflict, node_claim
+from kubectl_rollout.agent.conflicts import conflict
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.journal import Journal
 from kubectl_rollout.agent.paths import AgentPaths, agent_paths
@@ -72,13 +72,16 @@ from kubectl_rollout.agent.protocol import (
 )
 from kubectl_rollout.agent.request_schema import validate
 from kubectl_rollout.agent.settings import Settings
+from kubectl_rollout.job_loop.loop import run_job
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
+from kubectl_rollout.jobs.kinds import facts_for, target_of
+from kubectl_rollout.jobs.kinds.drain import node_claim
 from kubectl_rollout.jobs.next_steps import command
-from kubectl_rollout.jobs.runner import run_job
-from kubectl_rollout.jobs.spec import ActionKind, JobResult, JobSpec
+from kubectl_rollout.jobs.spec import JobResult, JobSpec
 
 log = logging.getLogger("kubectl_rollout.agent")
 
@@ -117,7 +120,7 @@ class LiveJob:
         #: the job's event stream, made before its thread starts so that the loop may emit into it too
         self.stream: EventStream | None = None
         self.lines = history
-        self.claims = set(claims(spec))
+        self.claims = set(facts_for(spec).claims(spec))
         self.done = False
         self.waiters: set[asyncio.Event] = set()
 
@@ -278,7 +281,7 @@ class Agent:
             if info.cancel_requested:
                 self._close_unrunnable(info.id, next_seq, "cancelled before the agent stopped", cancelled=True)
                 continue
-            spec = spec_to_resume(spec, {e.type for e in stored})
+            spec = facts_for(spec).to_resume(spec, {e.type for e in stored})
             log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
             history: list[Line] = [(e.seq, e.coalesce_key, encode_event(e.body)) for e in stored]
             # Paused before the crash: it stays paused (its JobPaused is in the history already).
@@ -310,20 +313,16 @@ class Agent:
         try:
             self.journal.mark_running(job.id)
             assert job.stream is not None
-            result = run_job(
-                spec,
-                job.stream.emit,
-                job.cancel,
-                resumed=job.resumed,
-                lease_holder=self.lease_holder,
-                paused=job.paused,
+            context = JobContext(
+                emit=job.stream.emit, cancel=job.cancel, paused=job.paused, lease_holder=self.lease_holder
             )
+            result = run_job(spec, context, resumed=job.resumed)
             self.journal.finish(job.id, result)
             log.info(
                 "job %s (%s %s): %s, exit code %d",
                 job.id,
                 spec.kind.value,
-                spec.target,
+                target_of(spec),
                 result.state.value,
                 result.exit_code,
             )
@@ -531,7 +530,7 @@ class Agent:
             )
             raise ProtocolError(
                 ErrorCode.CONFLICT,
-                f"job {other} ({running.spec.kind.value} {running.spec.target}) is already {verb} "
+                f"job {other} ({running.spec.kind.value} {target_of(running.spec)}) is already {verb} "
                 f"{what}{paused}; follow it with `{command('jobs', 'attach', other)}`, or stop it with "
                 f"`{command('jobs', 'cancel', other)}` and try again",
                 {"job": other, "object": what},
@@ -540,7 +539,7 @@ class Agent:
         # Intent before action: committed before the job starts, with who asked for it.
         self.journal.create_job(job_id, spec, submitted_by=f"{connection.client} (pid {connection.pid})")
         self._start(job_id, spec, resumed=False, history=[], next_seq=1)
-        log.info("job %s (%s %s): submitted", job_id, spec.kind.value, spec.target)
+        log.info("job %s (%s %s): submitted", job_id, spec.kind.value, target_of(spec))
         return self._info({"job": job_id}).as_dict()
 
     def _info(self, params: dict[str, Any]) -> JobInfo:
@@ -576,8 +575,8 @@ class Agent:
             raise ProtocolError(
                 ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
             )
-        # A drain or a restart starts no new eviction while paused; a rollout job pauses the workload it drives.
-        if job.spec.drain is None and job.spec.restart is None and job.spec.rollout is None:
+        # What pausing means is the kind's (JobKindFacts.pause_means); a kind that cannot pause says so.
+        if not facts_for(job.spec).pausable:
             raise ProtocolError(ErrorCode.INVALID_PARAMS, f"job {info.id} ({info.kind}) cannot be paused")
         if job.paused.is_set() != paused:
             self.journal.set_paused(job.id, paused)
@@ -637,7 +636,7 @@ class Agent:
 
     def _shutdown(self, *, force: bool) -> dict[str, Any]:
         if self.live and not force:
-            names = ", ".join(f"{job.id} ({job.spec.kind.value} {job.spec.target})" for job in self.live.values())
+            names = ", ".join(f"{job.id} ({job.spec.kind.value} {target_of(job.spec)})" for job in self.live.values())
             raise ProtocolError(
                 ErrorCode.JOBS_RUNNING,
                 f"jobs are running: {names}; wait for them, cancel them (`{command('jobs', 'cancel', 'ID')}`), or "
@@ -721,27 +720,6 @@ def _fitting(job_id: str, seq: int, line: bytes) -> bytes:
     )
     params = {"job": job_id, "seq": seq, "bytes": len(line), "limit": MAX_LINE}
     return encode(Notification(Notice.OMITTED, params))
-
-
-def spec_to_resume(spec: JobSpec, recorded: set[str]) -> JobSpec:
-    """What an interrupted job runs when the agent resumes it, given the event types it had emitted.
-
-    A restart by eviction goes on from its cutoff label (``--resume``): no pod is replaced twice. A rollout
-    whose change is recorded on the workload (``SpecChanged``) is followed to its end (``status -w``) rather
-    than changed again: a second ``restart`` would restart it twice. Anything else runs as it was.
-    """
-    if spec.restart is not None and not spec.restart.resume:
-        return dataclasses.replace(spec, restart=dataclasses.replace(spec.restart, resume=True))
-    if spec.rollout is not None and spec.rollout.kind is not ActionKind.WATCH and "SpecChanged" in recorded:
-        watch = dataclasses.replace(
-            spec.rollout,
-            kind=ActionKind.WATCH,
-            name=spec.rollout.workload,
-            namespace=spec.rollout.named_namespace,
-            manifest=None,
-        )
-        return dataclasses.replace(spec, rollout=watch)
-    return spec
 
 
 def lease_holder_for(paths: AgentPaths) -> str:

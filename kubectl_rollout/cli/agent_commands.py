@@ -21,12 +21,12 @@ from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.agent.settings import ENV_IDLE, Settings
 from kubectl_rollout.cli.bounded_types import count
-from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.job_commands import Sink, exit_with, follow_job, live
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import Failure
-from kubectl_rollout.cli.restart_output import restart_printer
 from kubectl_rollout.jobs.events.job import JobFinished
+from kubectl_rollout.jobs.kinds import facts_of
+from kubectl_rollout.jobs.kinds.base import load
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.kube.durations import parse_duration
 
@@ -284,18 +284,10 @@ def jobs_group() -> None:
 
 def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
     """The same printer the job's own command uses."""
-    if output == "jsonl":
+    facts = facts_of(kind)
+    if output == "jsonl" or facts is None:  # a kind this version does not know: its events as they are
         return JsonLinesPrinter(sys.stdout), lambda: None
-    if kind == "drain":
-        printer = drain_printer(sys.stdout, sys.stderr, live=live())
-    elif kind == "restart":
-        printer = restart_printer(sys.stdout, sys.stderr)
-    elif kind == "rollout":
-        from kubectl_rollout.cli.rollout_output import rollout_printer
-
-        printer = rollout_printer(sys.stdout, sys.stderr)
-    else:
-        return JsonLinesPrinter(sys.stdout), lambda: None
+    printer = load(facts.printer)(sys.stdout, sys.stderr, live=facts.live_footer and live())
     return printer, printer.close
 
 

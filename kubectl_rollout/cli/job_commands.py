@@ -95,13 +95,14 @@ def run_in_process(
 
     Exits the command with the job's exit code; an error the job ended on is printed ``error: ...``.
     """
-    from kubectl_rollout.jobs.runner import run_job
+    from kubectl_rollout.job_loop.loop import run_job
+    from kubectl_rollout.jobs.context import JobContext
 
     cancel = threading.Event()
     stream = EventStream(new_job_id(), sink)
     try:
         result = run_interruptibly(
-            lambda: run_job(spec, stream.emit, cancel, cluster=cluster),
+            lambda: run_job(spec, JobContext(emit=stream.emit, cancel=cancel), cluster=cluster),
             cancel,
             on_interrupt=on_interrupt,
             name=f"{spec.kind.value} job",

@@ -115,9 +115,9 @@ ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
 }
 
 
-def rollout_printer(out: TextIO, err: TextIO) -> TextPrinter:
-    """The text printer of a rollout job (apply, set image, undo, pause, resume, status): no live footer,
-    the state lines are the log."""
+def rollout_printer(out: TextIO, err: TextIO, *, live: bool = False) -> TextPrinter:
+    """The text printer of a rollout job (apply, set image, undo, pause, resume, status): its commands show no
+    live footer (``live``), the state lines are the log."""
     return TextPrinter(
-        out, err, view=RolloutView(), fold=fold, formatters=ROLLOUT_FORMATTERS, final=(ev.RolloutFinished,)
+        out, err, view=RolloutView(), fold=fold, formatters=ROLLOUT_FORMATTERS, final=(ev.RolloutFinished,), live=live
     )

@@ -26,6 +26,9 @@ from kubectl_rollout.jobs.events.job import JobState
 
 SPEC_VERSION = 1
 
+#: exit codes of the CLI contract
+EXIT_OK, EXIT_FAILED = 0, 1
+
 
 class JobKind(enum.StrEnum):
     DRAIN = "drain"
@@ -187,17 +190,6 @@ class JobSpec:
         if given != {self.kind}:
             raise ValueError(f"a {self.kind.value} job needs exactly its own section, not {sorted(given)}")
 
-    @property
-    def target(self) -> str:
-        """What the job acts on, for a person: ``node/a, node/b``, ``-l pool=blue``, ``deployment/web``."""
-        if self.drain is not None:
-            return ", ".join(f"node/{n}" for n in self.drain.nodes) or f"-l {self.drain.selector}"
-        if self.restart is not None:
-            return self.restart.workload
-        if self.rollout is not None:
-            return f"workload/{self.rollout.workload}"
-        return ""
-
     def as_dict(self) -> dict[str, Any]:
         return {f.name: encode_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
@@ -229,6 +221,14 @@ class JobResult:
     @property
     def succeeded(self) -> bool:
         return self.state is JobState.SUCCEEDED
+
+    @classmethod
+    def ended(cls, summary: str, *, ok: bool, cancelled: bool) -> JobResult:
+        """How a job's body ended: succeeded; else cancelled if its cancel signal was set, failed if not."""
+        if ok:
+            return cls(state=JobState.SUCCEEDED, exit_code=EXIT_OK, summary=summary)
+        state = JobState.CANCELLED if cancelled else JobState.FAILED
+        return cls(state=state, exit_code=EXIT_FAILED, summary=summary)
 
 
 # --- the schema of a spec as JSON --------------------------------------------------------------------------------

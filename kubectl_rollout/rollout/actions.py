@@ -15,18 +15,45 @@ import threading
 
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
-from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
+from kubectl_rollout.jobs.kinds.rollout import command_words
+from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, JobResult, JobSpec, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.kube.workload_lease import refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.driver import RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
+from kubectl_rollout.rollout.permissions import rollout_permissions
 from kubectl_rollout.rollout.record import read, record_name
 
-__all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action"]
+__all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action", "run_rollout_job"]
+
+
+def run_rollout_job(spec: JobSpec, cluster: Cluster, context: JobContext) -> JobResult:
+    """The body the job loop runs for a rollout spec (``jobs.kinds.rollout``): permissions, then the action.
+
+    Paused, a rollout job pauses the workload it drives (as ``pause NAME`` does) and waits for ``jobs resume``.
+    """
+    action = spec.rollout
+    assert action is not None
+    # Permissions first, as a drain does: a viewer learns which verbs it lacks, and nothing changes.
+    namespace = action.named_namespace or cluster.namespace
+    require(cluster, rollout_permissions(action, namespace), action=command(*command_words(action), action.workload))
+    finished = run_rollout_action(
+        cluster,
+        action,
+        context.emit,
+        context.cancel,
+        lease_holder=context.lease_holder,
+        paused=context.paused,
+    )
+    summary = f"workload/{finished.workload}: {finished.message}"
+    return JobResult.ended(summary, ok=finished.succeeded, cancelled=context.cancelled)
 
 
 def run_rollout_action(

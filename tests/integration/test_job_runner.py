@@ -11,11 +11,12 @@ import manifests
 import watching
 from watching import Follower
 
+from kubectl_rollout.job_loop.loop import run_job
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.eviction import EvictionStarted, PodEvicted, PodGone
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
 from kubectl_rollout.jobs.events.stream import EventStream
-from kubectl_rollout.jobs.runner import run_job
 from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
 from kubectl_rollout.kube.cluster_access import Cluster
 
@@ -74,7 +75,7 @@ def test_a_job_spec_and_every_event_hold_no_credential(
     )
     seen: list[Envelope] = []
 
-    result = run_job(spec, EventStream("secret-test", seen.append).emit, threading.Event())
+    result = run_job(spec, JobContext(emit=EventStream("secret-test", seen.append).emit))
 
     assert result.state is JobState.SUCCEEDED, result
     assert token not in spec.to_json()
@@ -138,7 +139,9 @@ def test_cancelling_a_drain_stops_new_evictions_within_a_second_and_leaves_the_n
     deletions = _Deletions(cluster, namespace).start()
     outcome: dict[str, Any] = {}
     runner = threading.Thread(
-        target=lambda: outcome.update(result=run_job(spec, EventStream("cancel-test", sink).emit, cancel))
+        target=lambda: outcome.update(
+            result=run_job(spec, JobContext(emit=EventStream("cancel-test", sink).emit, cancel=cancel))
+        )
     )
     runner.start()
     try:
@@ -178,7 +181,7 @@ def test_a_job_on_a_missing_node_fails_with_kubectls_words_and_changes_nothing(
         drain=DrainJob(nodes=(f"{namespace}-no-such-node",)),
     )
     seen: list[Envelope] = []
-    result = run_job(spec, EventStream("missing", seen.append).emit, threading.Event())
+    result = run_job(spec, JobContext(emit=EventStream("missing", seen.append).emit))
     assert result.state is JobState.FAILED
     assert result.exit_code == 1
     assert result.error.startswith(f'node "{namespace}-no-such-node" not found; nothing was changed')

@@ -7,7 +7,6 @@ nothing on screen that depends on the clock. Update with ``--snapshot-update`` a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from kubernetes import client as k8s
 from textual.pilot import Pilot
 from tui_cluster_host import ScreenHost, until
 
-from kubectl_rollout.jobs.runner import run_job
+from kubectl_rollout.job_loop.loop import run_job
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.cluster_scope import ClusterScope
@@ -111,7 +111,7 @@ def world(cluster: Cluster, kubeconfig: Path) -> Iterator[Connection]:
         web["spec"]["template"]["spec"].update(manifests.placement(NAMESPACE, NODES[2]))
         apply = RolloutAction(kind=ActionKind.APPLY, manifest=web)
         spec = JobSpec(kind=JobKind.ROLLOUT, connection=connection, rollout=apply)
-        assert run_job(spec, lambda _event: None, threading.Event()).exit_code == 0
+        assert run_job(spec, JobContext(emit=lambda _event: None)).exit_code == 0
         cluster.core.patch_node(NODES[0], {"spec": {"unschedulable": True}})
         yield connection
     finally:

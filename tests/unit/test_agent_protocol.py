@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubectl_rollout.agent.conflicts import claims, conflict
+from kubectl_rollout.agent.conflicts import conflict
 from kubectl_rollout.agent.protocol import (
     ErrorCode,
     JobInfo,
@@ -23,6 +23,7 @@ from kubectl_rollout.agent.protocol import (
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.eviction import DryRun
+from kubectl_rollout.jobs.kinds import facts_for
 from kubectl_rollout.jobs.spec import (
     ActionKind,
     Connection,
@@ -33,6 +34,10 @@ from kubectl_rollout.jobs.spec import (
     RestartJob,
     RolloutAction,
 )
+
+
+def claims(spec: JobSpec) -> frozenset[str]:
+    return facts_for(spec).claims(spec)
 
 
 @pytest.mark.parametrize(

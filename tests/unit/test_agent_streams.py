@@ -16,6 +16,7 @@ from kubectl_rollout.agent.settings import Settings
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PodGone
 from kubectl_rollout.jobs.events.restart import WaitingForReplacement
+from kubectl_rollout.jobs.kinds import facts_for
 from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobSpec
 
 SPEC = JobSpec(kind=JobKind.DRAIN, connection=Connection(context="c"), drain=DrainJob(nodes=("n1",)))
@@ -98,8 +99,10 @@ def test_the_lease_holder_is_stable_per_state_directory(tmp_path: Path) -> None:
 
 
 def test_what_an_interrupted_job_runs_when_it_resumes() -> None:
-    from kubectl_rollout.agent.server import spec_to_resume
     from kubectl_rollout.jobs.spec import ActionKind, RestartJob, RolloutAction
+
+    def spec_to_resume(spec: JobSpec, recorded: set[str]) -> JobSpec:
+        return facts_for(spec).to_resume(spec, recorded)
 
     connection = Connection(context="c", namespace="shop")
     restart = JobSpec(kind=JobKind.RESTART, connection=connection, restart=RestartJob(workload="deployment/web"))
@@ -128,7 +131,7 @@ def test_what_an_interrupted_job_runs_when_it_resumes() -> None:
 
 
 def test_a_second_rollout_of_a_workload_conflicts() -> None:
-    from kubectl_rollout.agent.conflicts import claims, conflict
+    from kubectl_rollout.agent.conflicts import conflict
     from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     def rollout(kind: ActionKind) -> JobSpec:
@@ -138,7 +141,8 @@ def test_a_second_rollout_of_a_workload_conflicts() -> None:
             rollout=RolloutAction(kind=kind, name="web"),
         )
 
-    running = {"job1": claims(rollout(ActionKind.RESTART))}
+    restart = rollout(ActionKind.RESTART)
+    running = {"job1": facts_for(restart).claims(restart)}
     assert conflict(rollout(ActionKind.SCALE), running) == ("job1", "shop/workload/web")
 
 

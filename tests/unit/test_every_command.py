@@ -166,7 +166,8 @@ def start_up(unreachable: dict[str, str]) -> float:
     """
     subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=unreachable, check=True, timeout=60)
     imports = (
-        "import kubectl_rollout.cli.drain_commands, kubectl_rollout.cli.rollout_commands, kubectl_rollout.jobs.runner"
+        "import kubectl_rollout.cli.drain_commands, kubectl_rollout.cli.rollout_commands, kubectl_rollout.job_loop.loop"
+        ", kubectl_rollout.drain.job"
     )
     timings = []
     for _ in range(3):

@@ -81,13 +81,13 @@ CASES = [
         "kubectl_rollout/jobs/spec.py",
         "from kubectl_rollout.drain import cordon",
         "job-specs-are-data",
-        "kubectl_rollout.jobs.spec is not allowed to import kubectl_rollout.drain",
+        "kubectl_rollout.jobs is not allowed to import kubectl_rollout.drain",
     ),
     (
         "kubectl_rollout/drain/cordon.py",
-        "from kubectl_rollout.jobs import runner",
+        "from kubectl_rollout.job_loop import loop",
         "layers",
-        "kubectl_rollout.drain is not allowed to import kubectl_rollout.jobs.runner",
+        "kubectl_rollout.drain is not allowed to import kubectl_rollout.job_loop",
     ),
     (
         "kubectl_rollout/restart/record.py",

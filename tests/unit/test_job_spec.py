@@ -8,6 +8,7 @@ import pytest
 
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.events.rollout import ContainerImage
+from kubectl_rollout.jobs.kinds import target_of
 from kubectl_rollout.jobs.spec import (
     ActionKind,
     Connection,
@@ -94,4 +95,4 @@ def test_a_newer_spec_version_is_refused() -> None:
     ],
 )
 def test_target_names_what_the_job_acts_on(spec: JobSpec, target: str) -> None:
-    assert spec.target == target
+    assert target_of(spec) == target

@@ -8,39 +8,62 @@ restart view folded from the same envelopes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobStarted, JobState
+from kubectl_rollout.jobs.kinds import KINDS
+from kubectl_rollout.jobs.kinds.base import load
 from kubectl_rollout.jobs.views import drain, restart, rollout
 
 KindView = drain.DrainView | rollout.RolloutView | restart.RestartView
 
 
+@dataclass(frozen=True)
+class _KindViews:
+    """Each kind's view and reducer (``JobKindFacts.view``, ``.fold``), loaded once."""
+
+    view_of_kind: dict[str, type]
+    kind_of_view: dict[type, str]
+    fold_of_view: dict[type, Callable[[Any, Envelope], Any]]
+
+
+@functools.cache
+def _kind_views() -> _KindViews:
+    views = {kind: load(facts.view) for kind, facts in KINDS.items()}
+    return _KindViews(
+        view_of_kind=views,
+        kind_of_view={view: kind for kind, view in views.items()},
+        fold_of_view={views[kind]: load(facts.fold) for kind, facts in KINDS.items()},
+    )
+
+
 def empty_body(kind: str) -> KindView | None:
-    """The empty view of a job of ``kind`` (drain, rollout, restart); None for a kind this version does not know."""
-    if kind == "drain":
-        return drain.DrainView()
-    if kind == "rollout":
-        return rollout.RolloutView()
-    if kind == "restart":
-        return restart.RestartView()
-    return None
+    """The empty view of a job of ``kind`` (its facts' ``view``); None for a kind this version does not know."""
+    view = _kind_views().view_of_kind.get(kind)
+    body: KindView | None = view() if view is not None else None
+    return body
+
+
+#: the kind each event module belongs to (JobKindFacts.event_modules)
+_KIND_OF_MODULE = {module: kind for kind, facts in KINDS.items() for module in facts.event_modules}
 
 
 def kind_of(event: Event) -> str:
     """The kind of job an event belongs to, for a stream without its JobStarted (a recording of an engine alone)."""
-    module = type(event).__module__.rpartition(".")[2]
-    return {"rollout": "rollout", "restart": "restart", "drain": "drain", "eviction": "drain"}.get(module, "")
+    return _KIND_OF_MODULE.get(type(event).__module__.rpartition(".")[2], "")
+
+
+def _kind_of_body(body: KindView) -> str:
+    return _kind_views().kind_of_view.get(type(body), "")
 
 
 def _fold_body(body: KindView, envelope: Envelope) -> KindView:
-    if isinstance(body, drain.DrainView):
-        return drain.fold(body, envelope)
-    if isinstance(body, rollout.RolloutView):
-        return rollout.fold(body, envelope)
-    return restart.fold(body, envelope)
+    folded: KindView = _kind_views().fold_of_view[type(body)](body, envelope)
+    return folded
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,16 +128,9 @@ def _fold_header(view: JobView, envelope: Envelope) -> JobView:
 
 def _body_for(body: KindView | None, kind: str) -> KindView | None:
     """The body to fold into: the one there is, unless the job turned out to be of another kind."""
-    if kind and (body is None or _KIND_OF_BODY[type(body)] != kind):
+    if kind and (body is None or _kind_of_body(body) != kind):
         return empty_body(kind) or body
     return body
-
-
-_KIND_OF_BODY: dict[type, str] = {
-    drain.DrainView: "drain",
-    rollout.RolloutView: "rollout",
-    restart.RestartView: "restart",
-}
 
 
 def fold(view: JobView, envelope: Envelope) -> JobView:

@@ -1,8 +1,9 @@
 """The TUI's screens, by name: the top-level ones (one key each) and the screen of each job kind.
 
-A screen is registered here by where it lives (``"module:Class"``) and imported
+A top-level screen is registered here by where it lives (``"module:Class"``) and imported
 when first shown. To add a top-level screen, add a ``TopScreen``; its key
-switches to it and the command palette lists it.
+switches to it and the command palette lists it. The screen of a job kind is
+that kind's fact (``JobKindFacts.screen``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from kubectl_rollout.jobs.kinds import facts_of
+from kubectl_rollout.jobs.kinds.base import load
+from kubectl_rollout.jobs.kinds.drain import DRAIN
 
 _SCREENS = "kubectl_rollout.tui.screens"
 
@@ -35,15 +40,9 @@ TOP_SCREENS: tuple[TopScreen, ...] = (
     TopScreen("workloads", "3", "Workloads", f"{_SCREENS}.workloads:WorkloadsScreen"),
 )
 
-#: the screen that shows a job of each kind, by JobStarted.kind
-JOB_SCREENS: dict[str, str] = {
-    "drain": f"{_SCREENS}.drain:DrainScreen",
-    "restart": f"{_SCREENS}.drain:DrainScreen",
-    "rollout": f"{_SCREENS}.rollout:RolloutScreen",
-}
-
 
 def job_screen_class(kind: str) -> Any:
-    """The screen class for a job of ``kind``; a kind this version does not know gets the drain's pod table."""
-    module, _, name = JOB_SCREENS.get(kind, JOB_SCREENS["drain"]).partition(":")
-    return getattr(importlib.import_module(module), name)
+    """The screen class for a job of ``kind`` (its facts' ``screen``); a kind this version does not know gets
+    the drain's pod table."""
+    facts = facts_of(kind) or DRAIN
+    return load(facts.screen)

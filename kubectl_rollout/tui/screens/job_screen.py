@@ -1,8 +1,8 @@
 """What every job screen shares: the job's header line, and the keys that steer it.
 
-``c`` cancels (after a confirmation), ``p`` pauses or resumes a drain or a
-restart (a rollout is paused on its workload, not as a job); keys that do not
-apply now are greyed out, and ``--readonly`` hides them.
+``c`` cancels (after a confirmation), ``p`` pauses or resumes the job where
+its kind can pause (``JobKindFacts.pausable``); keys that do not apply now are
+greyed out, and ``--readonly`` hides them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.events.job import JobState
+from kubectl_rollout.jobs.kinds import facts_of
 from kubectl_rollout.jobs.views.job import JobView
 from kubectl_rollout.jobs.views.progress import eta_seconds, progress_of
 from kubectl_rollout.tui.formatting import clock_time, duration
@@ -23,7 +24,6 @@ from kubectl_rollout.tui.widgets.state_style import state_text
 
 #: actions that change a job; --readonly hides them
 STEERING = frozenset({"cancel", "pause"})
-PAUSABLE_KINDS = frozenset({"drain", "restart"})
 
 
 class JobScreen(LiveScreen):
@@ -56,7 +56,8 @@ class JobScreen(LiveScreen):
                 return False
             if not self._job_running():
                 return None
-            if action == "pause" and self.view.kind not in PAUSABLE_KINDS:
+            facts = facts_of(self.view.kind)
+            if action == "pause" and (facts is None or not facts.pausable):
                 return None
         return True
 

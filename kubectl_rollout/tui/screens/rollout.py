@@ -144,8 +144,8 @@ class RolloutScreen(JobScreen):
         "available pods as bars (new: the current template), its pods under it (Ready or not, on which node, "
         "restarts, why not Ready; refreshed every 2 s), the conditions "
         "(Progressing, Available, ReplicaFailure) with their reasons, how much of the progress deadline is "
-        "left, and the log of what the driver did. A rollout is paused on its workload: "
-        "`kubectl rollout-plus pause NAME`."
+        "left, and the log of what the driver did. `p` pauses the job: the workload is paused (no rollout "
+        "progress) until the job is resumed."
     )
 
     def compose(self) -> ComposeResult:
