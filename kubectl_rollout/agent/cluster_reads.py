@@ -26,6 +26,7 @@ from kubectl_rollout.agent.cluster_rows import (
 from kubectl_rollout.drain.cordon import is_cordoned
 from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
 from kubectl_rollout.eviction.pdb_pods import why_unhealthy
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import DrainOptions
@@ -95,7 +96,7 @@ def read_nodes(
 
 def read_node(cluster: Cluster, name: str) -> NodeRow:
     """One node, unplanned; an unknown node fails with the drain's words (nothing was changed)."""
-    node = DrainEngine(cluster, DrainOptions(), _ignore).resolve_nodes([name], "")[0]
+    node = DrainEngine(cluster, DrainOptions(), JobContext(emit=_ignore)).resolve_nodes([name], "")[0]
     pods = call_with_retry(cluster.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={name}")
     return NodeRow(name=name, cordoned=is_cordoned(node), ready=_ready(node), pods=len(pods.items))
 
@@ -104,7 +105,7 @@ def plan_drain(
     cluster: Cluster, names: Sequence[str], *, options: DrainOptions | None = None, nodes: list[Any] | None = None
 ) -> DrainPlanned:
     """The drain engine's pre-flight plan for ``names``: changes nothing; an unknown node fails first."""
-    engine = DrainEngine(cluster, options or DrainOptions(), _ignore)
+    engine = DrainEngine(cluster, options or DrainOptions(), JobContext(emit=_ignore))
     try:
         require(cluster, drain_permissions(engine.options, read_only=True), action=command("drain", "--plan"))
         return engine.plan(nodes if nodes is not None else engine.resolve_nodes(list(names), ""))
@@ -114,7 +115,7 @@ def plan_drain(
 
 def set_node_cordoned(cluster: Cluster, name: str, *, cordoned: bool) -> NodeRow:
     """Cordon or uncordon node ``name`` as ``kubectl rollout-plus cordon`` does; the node as it is afterwards."""
-    engine = DrainEngine(cluster, DrainOptions(), _ignore)
+    engine = DrainEngine(cluster, DrainOptions(), JobContext(emit=_ignore))
     try:
         node = engine.resolve_nodes([name], "")[0]  # an unknown node fails here, before anything changes
         require(cluster, [Permission("patch", "nodes")], action=command("cordon" if cordoned else "uncordon"))

@@ -391,6 +391,7 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     def command(ctx: click.Context, /, nodes: tuple[str, ...], selector: str, dry_run: str, **flags: Any) -> None:
         from kubectl_rollout.cli.drain_output import drain_printer
         from kubectl_rollout.drain.engine import DrainEngine
+        from kubectl_rollout.jobs.context import JobContext
         from kubectl_rollout.jobs.events.eviction import DryRun
         from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
         from kubectl_rollout.jobs.spec import DrainOptions
@@ -401,7 +402,7 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
         printer = drain_printer(sys.stdout, sys.stderr)
         stream = EventStream(new_job_id(), printer)
         options = DrainOptions(dry_run=DryRun(dry_run))
-        engine = DrainEngine(cluster, options, stream.emit)
+        engine = DrainEngine(cluster, options, JobContext(emit=stream.emit))
         try:
             targets = engine.resolve_nodes(list(nodes), selector)
             if dry_run != "client":

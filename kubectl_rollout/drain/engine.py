@@ -16,7 +16,7 @@ per-pod part (eviction, retries, waiting for the pod to go) is
 from __future__ import annotations
 
 import contextlib
-import threading
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -42,7 +42,8 @@ from kubectl_rollout.drain.surge_scaling import SurgeSession, restore_leftovers
 from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
-from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import drain as ev
 from kubectl_rollout.jobs.events import surge as surge_ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
@@ -172,17 +173,15 @@ class DrainEngine:
         self,
         cluster: Cluster,
         options: DrainOptions,
-        emit: Emit,
-        *,
-        cancel: threading.Event | None = None,
-        paused: threading.Event | None = None,
+        context: JobContext,
     ) -> None:
         self.cluster = cluster
         self.options = options
-        self.emit = emit
-        self.cancel = cancel or threading.Event()
+        self.emit = context.emit
+        self.cancel = context.cancel
+        # The evictor's events pass through here first (a surged workload's count follows its evictions).
         self.evictor = PodEvictor(
-            cluster, eviction_settings(options), self._from_evictor, cancel=self.cancel, paused=paused
+            cluster, eviction_settings(options), dataclasses.replace(context, emit=self._from_evictor)
         )
         #: --surge: this drain's identity, recorded on every workload it surges
         self.drain_id = uuid.uuid4().hex[:12]

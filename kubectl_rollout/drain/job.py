@@ -15,7 +15,7 @@ def run_drain_job(spec: JobSpec, cluster: Cluster, context: JobContext) -> JobRe
     """Resolve the nodes, plan (``--plan``, dry runs), then cordon and drain them."""
     job = spec.drain
     assert job is not None
-    engine = DrainEngine(cluster, job.options, context.emit, cancel=context.cancel, paused=context.paused)
+    engine = DrainEngine(cluster, job.options, context)
     try:
         # Permissions first: a restricted user learns what is missing, not just "forbidden".
         needed = drain_permissions(job.options, by_selector=bool(job.selector), read_only=job.plan_only)

@@ -29,6 +29,7 @@ from kubectl_rollout.eviction.pdb_pods import PdbPodsReporter
 from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import eviction as ev
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.eviction import DryRun as DryRun
@@ -118,17 +119,14 @@ class PodEvictor:
         self,
         cluster: Cluster,
         options: EvictionSettings,
-        emit: Emit,
-        *,
-        cancel: threading.Event | None = None,
-        paused: threading.Event | None = None,
+        context: JobContext,
     ) -> None:
         self.cluster = cluster
         self.options = options
-        self.emit = emit
-        self.cancel = cancel or threading.Event()
+        emit = self.emit = context.emit
+        self.cancel = context.cancel
         #: set while the job is paused: no new eviction starts until it is cleared; those in flight go on
-        self.paused = paused or threading.Event()
+        self.paused = context.paused or threading.Event()
         self._pdbs: PdbWatch | None = None
         self._pdbs_lock = threading.Lock()
         #: names the pods of a PDB that holds an eviction which it does not count as healthy

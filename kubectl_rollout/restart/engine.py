@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,8 +34,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.eviction.pod_evictor import DryRun, Emit, EvictionSettings, PodEvictor
+from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
 from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import restart as rev
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.kube.api_retry import call_with_retry
@@ -142,24 +142,20 @@ class EvictionRestart:
         self,
         cluster: Cluster,
         target: RestartTarget,
-        emit: Emit,
+        context: JobContext,
         *,
         settings: EvictionSettings,
         resume: bool = False,
-        cancel: threading.Event | None = None,
-        lease_holder: str | None = None,
-        paused: threading.Event | None = None,
     ) -> None:
         self.cluster = cluster
         self.target = target
-        self.emit = emit
+        self.context = context
+        self.emit = context.emit
         self.settings = settings
         self.resume = resume
-        self.cancel = cancel or threading.Event()
+        self.cancel = context.cancel
         #: who holds the restart's Lease: stable for a runner that resumes its own jobs (the agent), else unique
-        self.lease_holder = lease_holder
-        #: set while the job is paused: the next eviction waits until it is cleared
-        self.paused = paused
+        self.lease_holder = context.lease_holder
         self._keeper: LeaseKeeper | None = None
 
     # --- reading the workload ---------------------------------------------------------
@@ -323,7 +319,7 @@ class EvictionRestart:
             desired=desired,
             min_ready=min_ready,
             deadline=deadline,
-            evictor=PodEvictor(self.cluster, self.settings, self.emit, cancel=self.cancel, paused=self.paused),
+            evictor=PodEvictor(self.cluster, self.settings, self.context),
         )
         replaced = 0
         wrote = False

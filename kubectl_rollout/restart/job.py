@@ -24,16 +24,7 @@ def run_restart_job(spec: JobSpec, cluster: Cluster, context: JobContext) -> Job
     settings = EvictionSettings(
         grace_period=job.grace_period, dry_run=job.dry_run, timeout=job.timeout, pdb_namespace=target.namespace
     )
-    engine = EvictionRestart(
-        cluster,
-        target,
-        context.emit,
-        settings=settings,
-        resume=job.resume,
-        cancel=context.cancel,
-        lease_holder=context.lease_holder,
-        paused=context.paused,
-    )
+    engine = EvictionRestart(cluster, target, context, settings=settings, resume=job.resume)
     finished = engine.run()
     summary = f"{target}: {finished.replaced} pod(s) replaced" + (f"; {finished.failure}" if finished.failure else "")
     return JobResult.ended(summary, ok=not finished.failure, cancelled=context.cancelled)

@@ -11,13 +11,10 @@ and the next driver (``status -w``) carries on from it.
 
 from __future__ import annotations
 
-import threading
-
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.kinds.rollout import command_words
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, JobResult, JobSpec, RolloutAction
@@ -44,37 +41,23 @@ def run_rollout_job(spec: JobSpec, cluster: Cluster, context: JobContext) -> Job
     # Permissions first, as a drain does: a viewer learns which verbs it lacks, and nothing changes.
     namespace = action.named_namespace or cluster.namespace
     require(cluster, rollout_permissions(action, namespace), action=command(*command_words(action), action.workload))
-    finished = run_rollout_action(
-        cluster,
-        action,
-        context.emit,
-        context.cancel,
-        lease_holder=context.lease_holder,
-        paused=context.paused,
-    )
+    finished = run_rollout_action(cluster, action, context)
     summary = f"workload/{finished.workload}: {finished.message}"
     return JobResult.ended(summary, ok=finished.succeeded, cancelled=context.cancelled)
 
 
-def run_rollout_action(
-    cluster: Cluster,
-    action: RolloutAction,
-    emit: Emit,
-    cancel: threading.Event,
-    *,
-    lease_holder: str | None = None,
-    paused: threading.Event | None = None,
-) -> ev.RolloutFinished:
+def run_rollout_action(cluster: Cluster, action: RolloutAction, context: JobContext) -> ev.RolloutFinished:
     """Run one rollout job to its end; its last event (RolloutFinished) is also its result.
 
-    ``lease_holder``: the identity the workload's Lease is held under (see ``RolloutDriver``).
-    ``paused``: the job's pause switch: while it is set, the driven workload is paused and the job waits for it
-    to be cleared, then resumes the workload and drives on (see ``RolloutDriver``).
+    ``context.lease_holder``: the identity the workload's Lease is held under (see ``RolloutDriver``).
+    ``context.paused``: the job's pause switch: while it is set, the driven workload is paused and the job waits
+    for it to be cleared, then resumes the workload and drives on (see ``RolloutDriver``).
     """
+    emit = context.emit
     namespace = action.named_namespace or cluster.namespace
     name = action.workload
     try:
-        if cancel.is_set():
+        if context.cancelled:
             finished = ev.RolloutFinished(
                 workload=name,
                 namespace=namespace,
@@ -83,7 +66,7 @@ def run_rollout_action(
                 message="interrupted before anything was changed",
             )
         else:
-            finished = _run(cluster, action, namespace, emit, cancel, lease_holder, paused)
+            finished = _run(cluster, action, namespace, context)
     except Exception as err:
         emit(
             ev.RolloutFinished(
@@ -99,11 +82,9 @@ def _run(
     cluster: Cluster,
     action: RolloutAction,
     namespace: str,
-    emit: Emit,
-    cancel: threading.Event,
-    lease_holder: str | None,
-    paused: threading.Event | None,
+    context: JobContext,
 ) -> ev.RolloutFinished:
+    emit = context.emit
     name = action.name
     kind = action.kind
     if kind is ActionKind.WATCH:
@@ -111,9 +92,7 @@ def _run(
         return _finished(
             name,
             namespace,
-            follow_or_drive(
-                cluster, namespace, name, action.drive, emit, cancel, lease_holder=lease_holder, paused=paused
-            ),
+            follow_or_drive(cluster, namespace, name, action.drive, context),
         )
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
@@ -142,9 +121,7 @@ def _run(
             message=f"generation {record.generation} recorded; not driven",
             paused=record.spec.paused,
         )
-    result = drive(
-        cluster, record.namespace, record.name, action.drive, emit, cancel, lease_holder=lease_holder, paused=paused
-    )
+    result = drive(cluster, record.namespace, record.name, action.drive, context)
     return _finished(record.name, record.namespace, result)
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
-from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome, RolloutPhase
+from kubectl_rollout.jobs.spec import DriveOptions
 from kubectl_rollout.jobs.views.rollout import rows_after
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError
@@ -101,40 +102,34 @@ class RolloutDriver:
         cluster: Cluster,
         namespace: str,
         name: str,
-        emit: Emit,
+        context: JobContext,
+        options: DriveOptions,
         *,
-        cancel: threading.Event | None = None,
-        timeout: float | None = None,
-        respect_pdbs: bool = True,
-        auto_rollback: bool = False,
-        fail_after_restarts: int = 3,
         following: str | None = None,
-        lease_holder: str | None = None,
-        paused: threading.Event | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
 
-        ``lease_holder``: the identity to hold the workload's Lease under (default: one of this process's own);
-        an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held before a crash
-        at once instead of waiting for it to lapse.
+        ``context.lease_holder``: the identity to hold the workload's Lease under (default: one of this
+        process's own); an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held
+        before a crash at once instead of waiting for it to lapse.
 
-        ``paused``: the job's pause switch (the agent's ``jobs pause ID``). When it is set, the driver pauses the
-        workload as ``pause NAME`` does (no rollout progress, no progress deadline; scaling still applies) and,
-        instead of ending as it does for a pause made by someone else, waits holding the Lease; when it is
-        cleared, the driver resumes the workload and drives on.
+        ``context.paused``: the job's pause switch (the agent's ``jobs pause ID``). When it is set, the driver
+        pauses the workload as ``pause NAME`` does (no rollout progress, no progress deadline; scaling still
+        applies) and, instead of ending as it does for a pause made by someone else, waits holding the Lease;
+        when it is cleared, the driver resumes the workload and drives on.
         """
         self.cluster = cluster
         self.namespace = namespace
         self.name = name
-        self.emit = emit
-        self.cancel = cancel or threading.Event()
-        self.timeout = timeout
-        self.respect_pdbs = respect_pdbs
-        self.auto_rollback = auto_rollback
-        self.fail_after_restarts = fail_after_restarts
+        self.emit = context.emit
+        self.cancel = context.cancel
+        self.timeout = options.timeout
+        self.respect_pdbs = not options.ignore_pdb
+        self.auto_rollback = options.auto_rollback
+        self.fail_after_restarts = options.fail_after_restarts
         self.following = following
-        self.lease_holder = lease_holder
-        self.paused = paused
+        self.lease_holder = context.lease_holder
+        self.paused = context.paused
         #: what the pause switch asked for when the driver last acted on it
         self._paused_by_switch = False
         #: spec.paused as last known: from our own pause write, or from a record at least as new as it

@@ -14,6 +14,7 @@ import dataclasses
 import threading
 import time
 
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
@@ -35,31 +36,12 @@ def drive(
     namespace: str,
     name: str,
     options: DriveOptions,
-    emit: Emit,
-    cancel: threading.Event,
+    context: JobContext,
     *,
     following: str | None = None,
-    lease_holder: str | None = None,
-    paused: threading.Event | None = None,
 ) -> RolloutResult:
-    """Drive the rollout to its end; LeaseHeld when another driver holds the workload.
-
-    ``paused``: the job's pause switch (see ``RolloutDriver``)."""
-    driver = RolloutDriver(
-        cluster,
-        namespace,
-        name,
-        emit,
-        cancel=cancel,
-        timeout=options.timeout,
-        respect_pdbs=not options.ignore_pdb,
-        auto_rollback=options.auto_rollback,
-        fail_after_restarts=options.fail_after_restarts,
-        following=following,
-        lease_holder=lease_holder,
-        paused=paused,
-    )
-    return driver.run()
+    """Drive the rollout to its end; LeaseHeld when another driver holds the workload (see ``RolloutDriver``)."""
+    return RolloutDriver(cluster, namespace, name, context, options, following=following).run()
 
 
 class _Follower:
@@ -147,33 +129,21 @@ def follow_or_drive(
     namespace: str,
     name: str,
     options: DriveOptions,
-    emit: Emit,
-    cancel: threading.Event,
-    *,
-    lease_holder: str | None = None,
-    paused: threading.Event | None = None,
+    context: JobContext,
 ) -> RolloutResult:
     """Drive the rollout; while another driver holds the lease, follow the record's status instead.
 
-    ``paused``: the job's pause switch; it pauses the workload once this job drives it (see ``RolloutDriver``)."""
+    ``context.paused``: the job's pause switch; it pauses the workload once this job drives it (see
+    ``RolloutDriver``)."""
+    emit = context.emit
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
-    follower = _Follower(cluster, namespace, name, emit, cancel)
+    follower = _Follower(cluster, namespace, name, emit, context.cancel)
     holder: str | None = None
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             remaining = dataclasses.replace(options, timeout=left)
-            return drive(
-                cluster,
-                namespace,
-                name,
-                remaining,
-                emit,
-                cancel,
-                following=holder,
-                lease_holder=lease_holder,
-                paused=paused,
-            )
+            return drive(cluster, namespace, name, remaining, context, following=holder)
         except LeaseHeld as held:
             holder = held.holder
             emit(

@@ -25,6 +25,7 @@ from plugin import run_plugin
 from kubectl_rollout.cli.drain_output import blocked_line
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, EvictionStarted
 from kubectl_rollout.jobs.events.stream import EventStream
@@ -187,7 +188,7 @@ def test_a_stale_pdb_status_is_waited_out_for_the_servers_whole_retry_after(
             seen.append(envelope)
             changed.notify_all()
 
-    engine = DrainEngine(cluster, DrainOptions(timeout=60), EventStream("stale", keep).emit)
+    engine = DrainEngine(cluster, DrainOptions(timeout=60), JobContext(emit=EventStream("stale", keep).emit))
     engine.evictor.options = dataclasses.replace(engine.evictor.options, retry=RetryPolicy(max_backoff=1.0))
     evicted = _Background(
         lambda: watching.until(

@@ -26,6 +26,7 @@ import watching
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.engine import DrainEngine, DrainOptions
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.kube.api_retry import call_with_retry
@@ -191,7 +192,9 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(throttled: tup
 
     load = [load_thread(hammer, loader, stop, asked) for _ in range(6)]
     load.append(load_thread(hold_the_mutating_slot, loader, namespace, stop))
-    engine = DrainEngine(cluster, DrainOptions(timeout=300), EventStream("throttled", seen.append).emit)
+    engine = DrainEngine(
+        cluster, DrainOptions(timeout=300), JobContext(emit=EventStream("throttled", seen.append).emit)
+    )
     for thread in load:
         thread.start()
     try:

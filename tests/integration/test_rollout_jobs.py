@@ -14,6 +14,7 @@ import yaml
 from invariants import RolloutInvariants
 from plugin import events, run_plugin
 
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views.rollout import fold_all
@@ -79,7 +80,7 @@ def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(names
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:
         created = run_rollout_action(
-            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), Recorder(), threading.Event()
+            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), JobContext(emit=Recorder())
         )
         assert created.outcome is ev.RolloutOutcome.COMPLETE
 
@@ -91,7 +92,9 @@ def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(names
             images=(ev.ContainerImage(container="app", image="registry.example/app:v2"),),
         )
         outcome: list[ev.RolloutFinished] = []
-        job = threading.Thread(target=lambda: outcome.append(run_rollout_action(cluster, change, recorder, cancel)))
+        job = threading.Thread(
+            target=lambda: outcome.append(run_rollout_action(cluster, change, JobContext(emit=recorder, cancel=cancel)))
+        )
         job.start()
         recorder.wait_for(ev.ReplicaSetCreated)
         cancel.set()
@@ -106,7 +109,7 @@ def test_a_cancelled_job_stops_between_passes_and_the_next_one_finishes_it(names
         # The lease went with the job: the next one drives at once, it does not follow a ghost.
         follower = Recorder()
         watched = run_rollout_action(
-            cluster, RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions()), follower, threading.Event()
+            cluster, RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions()), JobContext(emit=follower)
         )
         assert watched.outcome is ev.RolloutOutcome.COMPLETE
         assert not any(isinstance(e, ev.FollowingDriver) for e in follower.events)
@@ -122,7 +125,7 @@ def test_an_error_ends_the_job_with_its_reason(namespace: str, kubeconfig: Path)
     recorder = Recorder()
     try:
         with pytest.raises(WorkloadNotFound, match='managed workload "ghost" not found'):
-            run_rollout_action(cluster, RolloutAction(kind=ActionKind.UNDO, name="ghost"), recorder, threading.Event())
+            run_rollout_action(cluster, RolloutAction(kind=ActionKind.UNDO, name="ghost"), JobContext(emit=recorder))
     finally:
         cluster.close()
     (finished,) = recorder.events
@@ -144,8 +147,7 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
         recorded = run_rollout_action(
             cluster,
             RolloutAction(kind=ActionKind.APPLY, manifest=workload(2), drive=DriveOptions(wait=False)),
-            Recorder(),
-            threading.Event(),
+            JobContext(emit=Recorder()),
         )
         assert recorded.succeeded
         # The "killed" agent's driver: it took the Lease and never released it.
@@ -158,7 +160,7 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
         cancel = threading.Event()
         follower = threading.Thread(
             target=run_rollout_action,
-            args=(cluster, RolloutAction(kind=ActionKind.WATCH, name="web"), stranger, cancel),
+            args=(cluster, RolloutAction(kind=ActionKind.WATCH, name="web"), JobContext(emit=stranger, cancel=cancel)),
         )
         follower.start()
         stranger.wait_for(ev.FollowingDriver, timeout=30)
@@ -169,9 +171,7 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
         finished = run_rollout_action(
             cluster,
             RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions(timeout=60)),
-            resumed,
-            threading.Event(),
-            lease_holder="agent-of-this-user",
+            JobContext(emit=resumed, lease_holder="agent-of-this-user"),
         )
     finally:
         cluster.close()
@@ -189,7 +189,7 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:
         created = run_rollout_action(
-            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), Recorder(), threading.Event()
+            cluster, RolloutAction(kind=ActionKind.APPLY, manifest=workload(4, "2s")), JobContext(emit=Recorder())
         )
         assert created.outcome is ev.RolloutOutcome.COMPLETE
         paused, cancel = threading.Event(), threading.Event()
@@ -208,7 +208,7 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
             name="web",
             images=(ev.ContainerImage(container="app", image="registry.example/app:v2"),),
         )
-        finished = run_rollout_action(cluster, change, recorder, cancel, paused=paused)
+        finished = run_rollout_action(cluster, change, JobContext(emit=recorder, cancel=cancel, paused=paused))
 
         assert any(isinstance(e, ev.SpecChanged) and e.change is ev.SpecChange.PAUSE for e in recorder.events)
         assert (finished.outcome, finished.paused) == (ev.RolloutOutcome.INTERRUPTED, True), finished

@@ -225,7 +225,12 @@ async def test_the_rollout_screen_follows_a_rollout_to_its_end(
     app = RolloutPlusApp(agent_connect(), open_job=job_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await until(pilot, lambda: _screen(app, RolloutScreen), what="the rollout screen")
-        assert app.screen.active_bindings.get("p") is None or not app.screen.active_bindings["p"].enabled
+        # A rollout job pauses as the agent has always allowed (its workload is paused): the key says so too.
+        await until(
+            pilot,
+            lambda: screen.view.finished is not None or app.screen.active_bindings["p"].enabled,
+            what="p enabled while the rollout job runs",
+        )
         tree = screen.query_one("#replica-sets")
         await until(
             pilot, lambda: any("rev 1" in str(n.label) for n in tree.root.children), what="revision 1 in the tree"

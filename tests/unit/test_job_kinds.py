@@ -56,7 +56,8 @@ def test_every_kind_has_facts_and_a_sample() -> None:
     assert set(SAMPLES) == set(JobKind)
     for kind in JobKind:
         facts = facts_of(kind)
-        assert facts is not None and facts.kind is kind
+        assert facts is not None
+        assert facts.kind is kind
         assert facts_of(kind.value) is facts
     assert facts_of("a-kind-of-a-newer-version") is None
 
@@ -71,13 +72,15 @@ def test_a_kind_answers_every_fact(kind: JobKind) -> None:
     namespace = facts.namespace(spec)
     assert namespace is None or namespace == "shop"
     claims = facts.claims(spec)
-    assert claims and all(claim.startswith("prod ") for claim in claims)
+    assert claims
+    assert all(claim.startswith("prod ") for claim in claims)
     if harmless is not None:
         assert facts.claims(harmless) == frozenset()  # changes nothing: claims nothing
     resumed = facts.to_resume(spec, {"JobStarted"})
     assert resumed.kind is kind
     assert facts.to_resume(resumed, {"JobStarted"}) == resumed  # resuming twice is resuming once
-    assert isinstance(facts.pausable, bool) and facts.pause_means
+    assert isinstance(facts.pausable, bool)
+    assert facts.pause_means
     assert isinstance(facts.live_footer, bool)
 
 

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -49,7 +50,9 @@ def test_a_job_cancelled_before_it_starts_touches_nothing() -> None:
     cancel = threading.Event()
     cancel.set()
 
-    finished = run_rollout_action(untouchable, RolloutAction(kind=ActionKind.RESTART, name="web"), seen.append, cancel)
+    finished = run_rollout_action(
+        untouchable, RolloutAction(kind=ActionKind.RESTART, name="web"), JobContext(emit=seen.append, cancel=cancel)
+    )
 
     assert seen == [finished]
     assert (finished.outcome, finished.succeeded, finished.namespace) == (ev.RolloutOutcome.INTERRUPTED, False, "shop")
