@@ -25,7 +25,7 @@ from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect
-from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 from kubectl_rollout.tui.screens.drain import DrainScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
 from kubectl_rollout.tui.screens.rollout import RolloutScreen

@@ -119,7 +119,7 @@ def test_tui_without_a_kubeconfig_opens_and_its_cluster_screens_say_how_to_set_o
 def test_only_the_screens_a_person_sees_are_repainted_at_a_flush() -> None:
     # The job list under a drain is hidden: repainting it made Textual repaint the whole drain screen.
     from kubectl_rollout.tui.app import shown_screens
-    from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+    from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 
     job = json.loads(DRAIN.read_text().splitlines()[0])["job"]
 

@@ -2,7 +2,8 @@
 
 A screen is registered here by where it lives (``"module:Class"``) and imported
 when first shown. To add a top-level screen, add a ``TopScreen``; its key
-switches to it and the command palette lists it.
+switches to it and the command palette lists it. The modal dialogs the screens open
+(confirm, help, a drain plan, ...) live in ``dialogs/``.
 """
 
 from __future__ import annotations
