@@ -38,8 +38,8 @@ TOP_SCREENS: tuple[TopScreen, ...] = (
 
 #: the screen that shows a job of each kind, by JobStarted.kind
 JOB_SCREENS: dict[str, str] = {
-    "drain": f"{_SCREENS}.drain:DrainScreen",
-    "restart": f"{_SCREENS}.drain:DrainScreen",
+    "drain": f"{_SCREENS}.evictions:EvictionsScreen",
+    "restart": f"{_SCREENS}.evictions:EvictionsScreen",
     "rollout": f"{_SCREENS}.rollout:RolloutScreen",
 }
 
