@@ -28,6 +28,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -416,6 +418,86 @@ def large_scenario(cluster: Cluster, kubeconfig: Path, nodes: list[str]) -> dict
     return {"seconds": elapsed, "peak_rss_mib": peak / 1024, "evicted": evicted}
 
 
+@dataclass(frozen=True)
+class Bench:
+    """The bench cluster the scenarios share, with its audit log."""
+
+    cluster: Cluster
+    kubeconfig: Path
+    nodes: list[str]
+    audit_log: Path
+
+
+def run_pdb(bench: Bench, args: argparse.Namespace) -> None:
+    print("\n== drain: 30 pods, 3 Deployments x 10, PDB maxUnavailable 1, Ready 1 s after start ==")
+    small = pdb_scenario(bench.cluster, bench.kubeconfig, bench.nodes, bench.audit_log, args.rounds)
+    kubectl, plus = small["kubectl"], small["rollout-plus"]
+
+    def median(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    # 10 pods per PDB, maxUnavailable 1, the 3 PDBs side by side: the first eviction needs no wait and
+    # the last replacement is not waited for, so a drain waits R - 1 = 9 times for a replacement to be
+    # Ready. Left out: the disruption controller's recomputation of the PDB status after each Ready
+    # (measured below as part of the cluster's share), scheduling, and the last pod's termination.
+    waits = 10 - 1
+    ready = median(plus, "ready_latency")
+    bound = waits * ready
+    print(f"\nmedians of {args.rounds} runs each, alternating which tool goes first:")
+    for name, runs in (("kubectl drain", kubectl), ("kubectl rollout-plus drain", plus)):
+        reacted = [r for run in runs for r in run["reactions"]]
+        print(
+            f"{name:27s} {median(runs, 'seconds'):7.2f} s   {median(runs, 'requests'):5.0f} API requests   "
+            f"reaction to a PDB allowing: p50 {percentile(reacted, 0.5) * 1000:.1f} ms, "
+            f"p95 {percentile(reacted, 0.95) * 1000:.1f} ms; share of the drain "
+            f"{median(runs, 'our_share') * 100:.1f} %"
+        )
+    ratio = median(plus, "seconds") / median(kubectl, "seconds")
+    print(f"ratio rollout-plus/kubectl  {ratio:7.2f}   (target <= 0.35)")
+    print(f"lower bound                 {bound:7.2f} s   ({waits} waits x {ready:.2f} s replacement time to Ready)")
+    print(f"ratio rollout-plus/bound    {median(plus, 'seconds') / bound:7.2f}   (target <= 1.25)")
+    print("rollout-plus reaction target: p95 <= 25 ms, share <= 3 %")
+
+
+def run_surge(bench: Bench, args: argparse.Namespace) -> None:
+    surge_scenario(
+        bench.cluster, bench.kubeconfig, bench.nodes, bench.audit_log, args.rounds, with_kubectl=not args.no_kubectl
+    )
+
+
+def run_large(bench: Bench, args: argparse.Namespace) -> None:
+    large = large_scenario(bench.cluster, bench.kubeconfig, bench.nodes)
+    print("\n== drain: 500 pods on 5 nodes, 10 Deployments x 50, PDB maxUnavailable 20% ==")
+    print(
+        f"kubectl rollout-plus drain  {large['seconds']:7.2f} s   peak RSS {large['peak_rss_mib']:.0f} MiB"
+        f"   {large['evicted']} pods evicted"
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    #: runs it on the bench cluster and prints its figures
+    run: Callable[[Bench, argparse.Namespace], None]
+    #: the options (argparse dests) any of which leaves it out
+    skipped_by: tuple[str, ...] = ()
+    #: the option it needs, if it runs only when asked for
+    only_with: str | None = None
+
+    def wanted(self, args: argparse.Namespace) -> bool:
+        if self.only_with is not None and not getattr(args, self.only_with):
+            return False
+        return not any(getattr(args, option) for option in self.skipped_by)
+
+
+#: in the order they run; --surge-only runs the surge comparison alone
+SCENARIOS = (
+    Scenario("pdb", run_pdb, skipped_by=("surge_only",)),
+    Scenario("surge", run_surge, only_with="surge_only"),
+    Scenario("large", run_large, skipped_by=("surge_only", "skip_large")),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-large", action="store_true", help="skip the 500-pod scenario")
@@ -452,46 +534,11 @@ def main() -> int:
     kubeconfig = Path(up.stdout.strip().splitlines()[-1])
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
     nodes = sorted(n.metadata.name for n in cluster.core.list_node().items)
+    bench = Bench(cluster, kubeconfig, nodes, BENCH_DIR / "logs" / "audit.log")
     try:
-        if args.surge_only:
-            audit_log = BENCH_DIR / "logs" / "audit.log"
-            surge_scenario(cluster, kubeconfig, nodes, audit_log, args.rounds, with_kubectl=not args.no_kubectl)
-            return 0
-        print("\n== drain: 30 pods, 3 Deployments x 10, PDB maxUnavailable 1, Ready 1 s after start ==")
-        small = pdb_scenario(cluster, kubeconfig, nodes, BENCH_DIR / "logs" / "audit.log", args.rounds)
-        kubectl, plus = small["kubectl"], small["rollout-plus"]
-
-        def median(runs: list[dict[str, Any]], key: str) -> float:
-            return statistics.median(r[key] for r in runs)
-
-        # 10 pods per PDB, maxUnavailable 1, the 3 PDBs side by side: the first eviction needs no wait and
-        # the last replacement is not waited for, so a drain waits R - 1 = 9 times for a replacement to be
-        # Ready. Left out: the disruption controller's recomputation of the PDB status after each Ready
-        # (measured below as part of the cluster's share), scheduling, and the last pod's termination.
-        waits = 10 - 1
-        ready = median(plus, "ready_latency")
-        bound = waits * ready
-        print(f"\nmedians of {args.rounds} runs each, alternating which tool goes first:")
-        for name, runs in (("kubectl drain", kubectl), ("kubectl rollout-plus drain", plus)):
-            reacted = [r for run in runs for r in run["reactions"]]
-            print(
-                f"{name:27s} {median(runs, 'seconds'):7.2f} s   {median(runs, 'requests'):5.0f} API requests   "
-                f"reaction to a PDB allowing: p50 {percentile(reacted, 0.5) * 1000:.1f} ms, "
-                f"p95 {percentile(reacted, 0.95) * 1000:.1f} ms; share of the drain "
-                f"{median(runs, 'our_share') * 100:.1f} %"
-            )
-        ratio = median(plus, "seconds") / median(kubectl, "seconds")
-        print(f"ratio rollout-plus/kubectl  {ratio:7.2f}   (target <= 0.35)")
-        print(f"lower bound                 {bound:7.2f} s   ({waits} waits x {ready:.2f} s replacement time to Ready)")
-        print(f"ratio rollout-plus/bound    {median(plus, 'seconds') / bound:7.2f}   (target <= 1.25)")
-        print("rollout-plus reaction target: p95 <= 25 ms, share <= 3 %")
-        if not args.skip_large:
-            large = large_scenario(cluster, kubeconfig, nodes)
-            print("\n== drain: 500 pods on 5 nodes, 10 Deployments x 50, PDB maxUnavailable 20% ==")
-            print(
-                f"kubectl rollout-plus drain  {large['seconds']:7.2f} s   peak RSS {large['peak_rss_mib']:.0f} MiB"
-                f"   {large['evicted']} pods evicted"
-            )
+        for scenario in SCENARIOS:
+            if scenario.wanted(args):
+                scenario.run(bench, args)
     finally:
         cluster.close()
         if not args.keep:

@@ -67,7 +67,7 @@ from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKin
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 from kubectl_rollout.tui.app import Latency, RolloutPlusApp, agent_connect  # noqa: E402
 from kubectl_rollout.tui.recorded_jobs import RecordedJobs  # noqa: E402
-from kubectl_rollout.tui.screens.drain import DrainScreen  # noqa: E402
+from kubectl_rollout.tui.screens.evictions import EvictionsScreen  # noqa: E402
 from kubectl_rollout.tui.widgets.live_table import LiveTable  # noqa: E402
 
 BENCH_DIR = ROOT / ".cluster" / "bench-tui"
@@ -150,7 +150,7 @@ async def first_paint(app: RolloutPlusApp, pods: int) -> float:
     async with app.run_test(size=(COLUMNS, ROWS)) as pilot:
         while True:
             screen = app.screen
-            if isinstance(screen, DrainScreen) and len(screen.query_one("#pods", LiveTable).row_keys) >= pods:
+            if isinstance(screen, EvictionsScreen) and len(screen.query_one("#pods", LiveTable).row_keys) >= pods:
                 break
             await pilot.pause(0.01)
         painted = asyncio.Event()

@@ -350,7 +350,7 @@ CLUSTER_RBAC = {
 }
 
 
-# --- commands --------------------------------------------------------------------
+# --- the steps of `up` ---------------------------------------------------------
 
 
 def ensure_binaries() -> None:
@@ -368,43 +368,70 @@ def healthy(state: State, workdir: Path) -> bool:
     )
 
 
-def up(
-    workdir: Path, nodes: int, apiserver_args: list[str], audit: bool, controller_manager_args: list[str] | None = None
-) -> Path:
-    workdir = workdir.resolve()
-    state_file = workdir / "state.json"
-    controller_manager_args = controller_manager_args or []
-    options: dict[str, object] = {"apiserver_args": apiserver_args, "audit": audit}
-    if controller_manager_args:
-        options["controller_manager_args"] = controller_manager_args
-    previous = State.load(state_file)
-    if previous is not None:
-        if healthy(previous, workdir) and previous.nodes == nodes and previous.options == options:
-            log(f"already running in {workdir}")
-            return workdir / "kubeconfig"
-        log(f"restarting the cluster in {workdir}")
-        stop(previous.processes)
+@dataclass
+class ControlPlane:
+    """What the steps of `up` share: the cluster folder and its state (ports, tokens, the processes started)."""
 
-    ensure_binaries()
+    workdir: Path
+    state: State
+
+    @property
+    def pki(self) -> Path:
+        return self.workdir / "pki"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.state.ports['apiserver']}"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def start(self, name: str, argv: list[str]) -> None:
+        """Start one process and record it at once, so `down` (or a failed `up`) stops it."""
+        self.state.processes.append(spawn(name, argv, self.workdir))
+        self.state.save(self.workdir / "state.json")
+
+    def wait_until(self, what: str, check, timeout: float) -> None:  # type: ignore[no-untyped-def]
+        wait_until(what, check, timeout, self.state.processes, self.workdir)
+
+
+def reuse_or_stop(workdir: Path, nodes: int, options: dict[str, object]) -> bool:
+    """True when the cluster in ``workdir`` is healthy and was started with the same ask; else stop what is left."""
+    previous = State.load(workdir / "state.json")
+    if previous is None:
+        return False
+    if healthy(previous, workdir) and previous.nodes == nodes and previous.options == options:
+        log(f"already running in {workdir}")
+        return True
+    log(f"restarting the cluster in {workdir}")
+    stop(previous.processes)
+    return False
+
+
+def empty_folder(workdir: Path) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
     (workdir / "logs").mkdir(parents=True)
-    began = time.monotonic()
 
-    write_pki(workdir / "pki")
-    pki = workdir / "pki"
+
+def write_tokens(workdir: Path) -> dict[str, str]:
+    """A fresh token for each user of ``USERS``, in the API server's token file."""
     tokens = {key: secrets.token_hex(16) for key in USERS}
     write_token_file(workdir / "tokens.csv", tokens)
-    ports = {
-        name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
-    }
-    state = State(ports=ports, tokens=tokens, nodes=nodes, options=options, started_at=time.time())
+    return tokens
 
-    server = f"https://127.0.0.1:{ports['apiserver']}"
-    admin_kubeconfig = workdir / "kubeconfig"
-    admin_kubeconfig.write_text(
+
+def free_ports() -> dict[str, int]:
+    return {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")}
+
+
+def write_kubeconfigs(plane: ControlPlane) -> None:
+    """The people's kubeconfig (one context per test user, admin current) and one per component."""
+    tokens = plane.state.tokens
+    plane.admin_kubeconfig.write_text(
         kubeconfig(
-            server,
-            pki / "ca.crt",
+            plane.server,
+            plane.pki / "ca.crt",
             {
                 ADMIN_CONTEXT: tokens["admin"],
                 OPERATOR_CONTEXT: tokens["operator"],
@@ -414,192 +441,228 @@ def up(
             ADMIN_CONTEXT,
         )
     )
-    admin_kubeconfig.chmod(0o600)
+    plane.admin_kubeconfig.chmod(0o600)
     for component in ("controller-manager", "scheduler", "kwok"):
-        path = workdir / f"{component}.kubeconfig"
-        path.write_text(kubeconfig(server, pki / "ca.crt", {component: tokens[component]}, component))
+        path = plane.workdir / f"{component}.kubeconfig"
+        path.write_text(kubeconfig(plane.server, plane.pki / "ca.crt", {component: tokens[component]}, component))
         path.chmod(0o600)
 
-    try:
-        etcd_url = f"http://127.0.0.1:{ports['etcd']}"
-        state.processes.append(
-            spawn(
-                "etcd",
-                [
-                    str(BIN / "etcd"),
-                    "--name=default",
-                    f"--data-dir={workdir / 'etcd'}",
-                    f"--listen-client-urls={etcd_url}",
-                    f"--advertise-client-urls={etcd_url}",
-                    f"--listen-peer-urls=http://127.0.0.1:{ports['etcd-peer']}",
-                    f"--initial-advertise-peer-urls=http://127.0.0.1:{ports['etcd-peer']}",
-                    f"--initial-cluster=default=http://127.0.0.1:{ports['etcd-peer']}",
-                    # A throwaway test cluster: durability is not worth an fsync per write.
-                    "--unsafe-no-fsync",
-                    "--log-level=warn",
-                ],
-                workdir,
-            )
-        )
-        state.save(state_file)
-        wait_until("etcd", lambda: http_ok(f"{etcd_url}/health"), 30, state.processes, workdir)
 
-        apiserver = [
-            str(BIN / "kube-apiserver"),
-            f"--etcd-servers={etcd_url}",
+def etcd_url(plane: ControlPlane) -> str:
+    return f"http://127.0.0.1:{plane.state.ports['etcd']}"
+
+
+def start_etcd(plane: ControlPlane) -> None:
+    url, peer = etcd_url(plane), f"http://127.0.0.1:{plane.state.ports['etcd-peer']}"
+    plane.start(
+        "etcd",
+        [
+            str(BIN / "etcd"),
+            "--name=default",
+            f"--data-dir={plane.workdir / 'etcd'}",
+            f"--listen-client-urls={url}",
+            f"--advertise-client-urls={url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=default={peer}",
+            # A throwaway test cluster: durability is not worth an fsync per write.
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+    )
+    plane.wait_until("etcd", lambda: http_ok(f"{url}/health"), 30)
+
+
+def audit_flags(workdir: Path) -> list[str]:
+    """Benchmarks count each client's requests from the audit log: every request at Metadata level."""
+    (workdir / "audit-policy.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "audit.k8s.io/v1",
+                "kind": "Policy",
+                "omitStages": ["RequestReceived"],
+                "rules": [{"level": "Metadata"}],
+            }
+        )
+    )
+    return [
+        f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
+        f"--audit-log-path={workdir / 'logs' / 'audit.log'}",
+        "--audit-log-mode=batch",
+    ]
+
+
+def start_apiserver(plane: ControlPlane, extra_args: list[str], *, audit: bool) -> None:
+    pki = plane.pki
+    argv = [
+        str(BIN / "kube-apiserver"),
+        f"--etcd-servers={etcd_url(plane)}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={plane.state.ports['apiserver']}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--token-auth-file={plane.workdir / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        # The "kubernetes" Service cannot point at a loopback address.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+    ]
+    if audit:
+        argv += audit_flags(plane.workdir)
+    plane.start("kube-apiserver", argv + extra_args)
+    plane.wait_until(
+        "kube-apiserver",
+        lambda: http_ok(f"{plane.server}/readyz", token=plane.state.tokens["admin"], ca=pki / "ca.crt"),
+        90,
+    )
+
+
+def start_controller_manager(plane: ControlPlane, extra_args: list[str]) -> None:
+    pki, kubeconfig_path = plane.pki, plane.workdir / "controller-manager.kubeconfig"
+    plane.start(
+        "kube-controller-manager",
+        [
+            str(BIN / "kube-controller-manager"),
+            f"--kubeconfig={kubeconfig_path}",
+            f"--authentication-kubeconfig={kubeconfig_path}",
+            f"--authorization-kubeconfig={kubeconfig_path}",
             "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={ports['apiserver']}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}",
-            f"--token-auth-file={workdir / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16",
-            # The "kubernetes" Service cannot point at a loopback address.
-            "--endpoint-reconciler-type=none",
-            "--allow-privileged=true",
+            f"--secure-port={plane.state.ports['controller-manager']}",
+            "--leader-elect=false",
+            # Each controller acts as its own service account, as on kubeadm
+            # clusters; the audit log can then tell the Deployment controller's
+            # requests apart from the ReplicaSet controller's.
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={pki / 'ca.crt'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
+            "--cluster-name=rollout-plus-local",
+            "--controllers=*",
             "--profiling=false",
-        ]
-        if audit:
-            # Benchmarks count each client's requests from the audit log.
-            (workdir / "audit-policy.yaml").write_text(
-                json.dumps(
-                    {
-                        "apiVersion": "audit.k8s.io/v1",
-                        "kind": "Policy",
-                        "omitStages": ["RequestReceived"],
-                        "rules": [{"level": "Metadata"}],
-                    }
-                )
-            )
-            apiserver += [
-                f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
-                f"--audit-log-path={workdir / 'logs' / 'audit.log'}",
-                "--audit-log-mode=batch",
-            ]
-        apiserver += apiserver_args
-        state.processes.append(spawn("kube-apiserver", apiserver, workdir))
-        state.save(state_file)
-        wait_until(
-            "kube-apiserver",
-            lambda: http_ok(f"{server}/readyz", token=tokens["admin"], ca=pki / "ca.crt"),
-            90,
-            state.processes,
-            workdir,
-        )
+            *extra_args,
+        ],
+    )
 
-        cm_kubeconfig = workdir / "controller-manager.kubeconfig"
-        state.processes.append(
-            spawn(
-                "kube-controller-manager",
-                [
-                    str(BIN / "kube-controller-manager"),
-                    f"--kubeconfig={cm_kubeconfig}",
-                    f"--authentication-kubeconfig={cm_kubeconfig}",
-                    f"--authorization-kubeconfig={cm_kubeconfig}",
-                    "--bind-address=127.0.0.1",
-                    f"--secure-port={ports['controller-manager']}",
-                    "--leader-elect=false",
-                    # Each controller acts as its own service account, as on kubeadm
-                    # clusters; the audit log can then tell the Deployment controller's
-                    # requests apart from the ReplicaSet controller's.
-                    "--use-service-account-credentials=true",
-                    f"--service-account-private-key-file={pki / 'sa.key'}",
-                    f"--root-ca-file={pki / 'ca.crt'}",
-                    f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-                    f"--cluster-signing-key-file={pki / 'ca.key'}",
-                    "--cluster-name=rollout-plus-local",
-                    "--controllers=*",
-                    "--profiling=false",
-                    *controller_manager_args,
-                ],
-                workdir,
-            )
-        )
-        sched_kubeconfig = workdir / "scheduler.kubeconfig"
-        state.processes.append(
-            spawn(
-                "kube-scheduler",
-                [
-                    str(BIN / "kube-scheduler"),
-                    f"--kubeconfig={sched_kubeconfig}",
-                    f"--authentication-kubeconfig={sched_kubeconfig}",
-                    f"--authorization-kubeconfig={sched_kubeconfig}",
-                    "--bind-address=127.0.0.1",
-                    f"--secure-port={ports['scheduler']}",
-                    "--leader-elect=false",
-                    "--profiling=false",
-                ],
-                workdir,
-            )
-        )
-        state.processes.append(
-            spawn(
-                "kwok",
-                [
-                    str(BIN / "kwok"),
-                    f"--kubeconfig={workdir / 'kwok.kubeconfig'}",
-                    f"--config={STAGES}",
-                    f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
-                    "--node-lease-duration-seconds=40",
-                    f"--server-address=127.0.0.1:{ports['kwok']}",
-                    "--cidr=10.0.0.1/16",
-                ],
-                workdir,
-            )
-        )
-        state.save(state_file)
 
-        wait_until(
-            "kube-controller-manager",
-            lambda: http_ok(f"https://127.0.0.1:{ports['controller-manager']}/healthz"),
-            60,
-            state.processes,
-            workdir,
+def start_scheduler(plane: ControlPlane) -> None:
+    kubeconfig_path = plane.workdir / "scheduler.kubeconfig"
+    plane.start(
+        "kube-scheduler",
+        [
+            str(BIN / "kube-scheduler"),
+            f"--kubeconfig={kubeconfig_path}",
+            f"--authentication-kubeconfig={kubeconfig_path}",
+            f"--authorization-kubeconfig={kubeconfig_path}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={plane.state.ports['scheduler']}",
+            "--leader-elect=false",
+            "--profiling=false",
+        ],
+    )
+
+
+def start_kwok(plane: ControlPlane) -> None:
+    """kwok plays the kubelet of the nodes annotated for it, with the pod stages of hack/kwok/stages.yaml."""
+    plane.start(
+        "kwok",
+        [
+            str(BIN / "kwok"),
+            f"--kubeconfig={plane.workdir / 'kwok.kubeconfig'}",
+            f"--config={STAGES}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{plane.state.ports['kwok']}",
+            "--cidr=10.0.0.1/16",
+        ],
+    )
+
+
+def wait_for_controllers(plane: ControlPlane) -> None:
+    """The controller manager and the scheduler (started side by side, with kwok) answering on /healthz."""
+    ports = plane.state.ports
+    plane.wait_until(
+        "kube-controller-manager", lambda: http_ok(f"https://127.0.0.1:{ports['controller-manager']}/healthz"), 60
+    )
+    plane.wait_until("kube-scheduler", lambda: http_ok(f"https://127.0.0.1:{ports['scheduler']}/healthz"), 60)
+
+
+def add_nodes_and_rbac(plane: ControlPlane, nodes: int) -> None:
+    """The kwok nodes and the test users' ClusterRoleBindings, in one apply; then every node Ready."""
+    manifests = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [node_manifest(f"kwok-node-{i}") for i in range(nodes)] + CLUSTER_RBAC["items"],
+    }
+    kubectl(plane.admin_kubeconfig, "apply", "-f", "-", stdin=json.dumps(manifests))
+    kubectl(plane.admin_kubeconfig, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+
+
+def wait_for_default_service_account(plane: ControlPlane) -> None:
+    """The service-account controller creates it; pods cannot be admitted before."""
+
+    def exists() -> bool:
+        result = subprocess.run(
+            [
+                str(BIN / "kubectl"),
+                f"--kubeconfig={plane.admin_kubeconfig}",
+                "get",
+                "serviceaccount",
+                "default",
+                "-n",
+                "default",
+            ],
+            capture_output=True,
         )
-        wait_until(
-            "kube-scheduler",
-            lambda: http_ok(f"https://127.0.0.1:{ports['scheduler']}/healthz"),
-            60,
-            state.processes,
-            workdir,
-        )
+        return result.returncode == 0
 
-        manifests = {
-            "apiVersion": "v1",
-            "kind": "List",
-            "items": [node_manifest(f"kwok-node-{i}") for i in range(nodes)] + CLUSTER_RBAC["items"],
-        }
-        kubectl(admin_kubeconfig, "apply", "-f", "-", stdin=json.dumps(manifests))
-        kubectl(admin_kubeconfig, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+    plane.wait_until("the default service account", exists, 60)
 
-        def default_service_account() -> bool:
-            # The service-account controller creates it; pods cannot be admitted before.
-            result = subprocess.run(
-                [
-                    str(BIN / "kubectl"),
-                    f"--kubeconfig={admin_kubeconfig}",
-                    "get",
-                    "serviceaccount",
-                    "default",
-                    "-n",
-                    "default",
-                ],
-                capture_output=True,
-            )
-            return result.returncode == 0
 
-        wait_until("the default service account", default_service_account, 60, state.processes, workdir)
+# --- commands --------------------------------------------------------------------
+
+
+def up(
+    workdir: Path, nodes: int, apiserver_args: list[str], audit: bool, controller_manager_args: list[str] | None = None
+) -> Path:
+    workdir = workdir.resolve()
+    controller_manager_args = controller_manager_args or []
+    options: dict[str, object] = {"apiserver_args": apiserver_args, "audit": audit}
+    if controller_manager_args:
+        options["controller_manager_args"] = controller_manager_args
+    if reuse_or_stop(workdir, nodes, options):
+        return workdir / "kubeconfig"
+
+    ensure_binaries()
+    empty_folder(workdir)
+    began = time.monotonic()
+    write_pki(workdir / "pki")
+    tokens = write_tokens(workdir)
+    state = State(ports=free_ports(), tokens=tokens, nodes=nodes, options=options, started_at=time.time())
+    plane = ControlPlane(workdir, state)
+    write_kubeconfigs(plane)
+    try:
+        start_etcd(plane)
+        start_apiserver(plane, apiserver_args, audit=audit)
+        start_controller_manager(plane, controller_manager_args)
+        start_scheduler(plane)
+        start_kwok(plane)
+        wait_for_controllers(plane)
+        add_nodes_and_rbac(plane, nodes)
+        wait_for_default_service_account(plane)
     except BaseException:
         stop(state.processes)
         raise
 
-    log(f"up in {time.monotonic() - began:.1f}s: {server}, {nodes} kwok nodes, logs in {workdir / 'logs'}")
-    return admin_kubeconfig
+    log(f"up in {time.monotonic() - began:.1f}s: {plane.server}, {nodes} kwok nodes, logs in {workdir / 'logs'}")
+    return plane.admin_kubeconfig
 
 
 def down(workdir: Path) -> None:

@@ -344,7 +344,7 @@ def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
     from kubectl_rollout.cli.drain_output import drain_printer, plan_as_json
     from kubectl_rollout.cli.job_commands import live
     from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
-    from kubectl_rollout.jobs.events import drain as ev
+    from kubectl_rollout.jobs.events import drain as drain_events
 
     if output == "jsonl":
         return JsonLinesPrinter(sys.stdout), lambda: None
@@ -352,21 +352,21 @@ def _sink(output: str) -> tuple[Sink, Callable[[], None]]:
     if output != "json":
         return printer, printer.close
 
-    from kubectl_rollout.jobs.events import surge as surge_ev
+    from kubectl_rollout.jobs.events import surge as surge_events
 
     # --surge follows the plan with its SurgesPlanned: one JSON document holds both ("surges").
-    held: list[ev.DrainPlanned] = []
+    held: list[drain_events.DrainPlanned] = []
 
-    def flush(surges: surge_ev.SurgesPlanned | None = None) -> None:
+    def flush(surges: surge_events.SurgesPlanned | None = None) -> None:
         if held:
             click.echo(plan_as_json(held.pop(), surges))
 
     def plan_as_json_then_text(envelope: Envelope) -> None:
         event = envelope.event
-        if isinstance(event, ev.DrainPlanned):
+        if isinstance(event, drain_events.DrainPlanned):
             flush()
             held.append(event)
-        elif isinstance(event, surge_ev.SurgesPlanned):
+        elif isinstance(event, surge_events.SurgesPlanned):
             flush(event)
         else:
             flush()

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter, dry_run_suffix
-from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events import surge as surge_ev
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.eviction import (
     BlockReason,
@@ -38,28 +38,28 @@ def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch).strftime("%H:%M:%S")
 
 
-def plan_as_json(plan: ev.DrainPlanned, surges: surge_ev.SurgesPlanned | None = None) -> str:
+def plan_as_json(plan: drain_events.DrainPlanned, surges: surge_events.SurgesPlanned | None = None) -> str:
     document = plan.as_dict()
     if surges is not None:
         document["surges"] = surges.as_dict()["surges"]
     return json.dumps(document, indent=2)
 
 
-def _cordoned(event: ev.NodeCordoned, _view: DrainView) -> Iterator[Line]:
+def _cordoned(event: drain_events.NodeCordoned, _view: DrainView) -> Iterator[Line]:
     verb = "cordoned" if event.changed else "already cordoned"
     yield "out", f"node/{event.node} {verb}{dry_run_suffix(event.dry_run)}"
 
 
-def _uncordoned(event: ev.NodeUncordoned, _view: DrainView) -> Iterator[Line]:
+def _uncordoned(event: drain_events.NodeUncordoned, _view: DrainView) -> Iterator[Line]:
     verb = "uncordoned" if event.changed else "already uncordoned"
     yield "out", f"node/{event.node} {verb}{dry_run_suffix(event.dry_run)}"
 
 
-def _warning(event: ev.DrainWarning, _view: DrainView) -> Iterator[Line]:
+def _warning(event: drain_events.DrainWarning, _view: DrainView) -> Iterator[Line]:
     yield "err", f"Warning: {event.message}"
 
 
-def _batch(event: ev.BatchStarted, _view: DrainView) -> Iterator[Line]:
+def _batch(event: drain_events.BatchStarted, _view: DrainView) -> Iterator[Line]:
     yield "out", f"batch {event.index}: {', '.join(event.nodes)}"
 
 
@@ -108,24 +108,24 @@ def _failed(event: PodFailed, _view: Any) -> Iterator[Line]:
     yield "err", event.error
 
 
-def _drained(event: ev.NodeDrained, _view: DrainView) -> Iterator[Line]:
+def _drained(event: drain_events.NodeDrained, _view: DrainView) -> Iterator[Line]:
     yield "out", f"node/{event.node} drained{dry_run_suffix(event.dry_run)}"
 
 
-def _drain_failed(event: ev.NodeDrainFailed, _view: DrainView) -> Iterator[Line]:
+def _drain_failed(event: drain_events.NodeDrainFailed, _view: DrainView) -> Iterator[Line]:
     yield "err", f'error: unable to drain node "{event.node}" due to error: {event.reason}, continuing command...'
 
 
-def _waiting_for_workloads(event: ev.WaitingForWorkloads, _view: DrainView) -> Iterator[Line]:
+def _waiting_for_workloads(event: drain_events.WaitingForWorkloads, _view: DrainView) -> Iterator[Line]:
     waiting = ", ".join(map(str, event.workloads))
     yield "out", f"waiting for evicted workloads to be available before the next batch: {waiting}"
 
 
-def _workloads_available(event: ev.WorkloadsAvailable, _view: DrainView) -> Iterator[Line]:
+def _workloads_available(event: drain_events.WorkloadsAvailable, _view: DrainView) -> Iterator[Line]:
     yield "out", f"workloads available again after {event.seconds:.1f}s"
 
 
-def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
+def _finished(event: drain_events.DrainFinished, view: DrainView) -> Iterator[Line]:
     """kubectl's closing lines for pending nodes, then what we know of each: its state, its pods' errors."""
     if not event.failed:
         return
@@ -137,7 +137,7 @@ def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
             continue
         state = "left cordoned" if node.cordoned else "uncordoned"
         if not node.pending:
-            yield "err", f"node {node.name} ({state}): {ev.join_errors(node.reasons)}"
+            yield "err", f"node {node.name} ({state}): {drain_events.join_errors(node.reasons)}"
             continue
         # The pods' own lines carry the reasons; kubectl's aggregate of them was printed above.
         yield "err", f"node {node.name} ({state}): {len(node.pending)} pods not removed"
@@ -149,7 +149,7 @@ def _finished(event: ev.DrainFinished, view: DrainView) -> Iterator[Line]:
         yield "err", hint
 
 
-def _surge_hint(event: ev.DrainFinished, view: DrainView) -> str:
+def _surge_hint(event: drain_events.DrainFinished, view: DrainView) -> str:
     """Pods left waiting for a PDB by a drain without --surge: say what would have made room."""
     surged = view.surge_plan or view.not_surged or view.restored or view.surging
     if surged:
@@ -187,7 +187,7 @@ def blocked_line(event: EvictionBlocked) -> str:
     return f"{where}: {event.message}; {tail}; retrying in {wait:.1f}s"
 
 
-def plan_lines(plan: ev.DrainPlanned) -> Iterator[str]:
+def plan_lines(plan: drain_events.DrainPlanned) -> Iterator[str]:
     """The pre-flight plan as a table per node."""
     for node in plan.nodes:
         state = "cordoned" if node.cordoned else "schedulable"
@@ -205,7 +205,7 @@ def plan_lines(plan: ev.DrainPlanned) -> Iterator[str]:
             yield f"  Warning: {node.warnings}"
 
 
-def surge_plan_lines(plan: surge_ev.SurgesPlanned) -> Iterator[str]:
+def surge_plan_lines(plan: surge_events.SurgesPlanned) -> Iterator[str]:
     """--surge in the plan: each workload under a PDB, surged by N or why not."""
     yield f"surge: {len(plan.surges)} workload(s) under a PodDisruptionBudget"
     if not plan.surges:
@@ -223,18 +223,18 @@ def surge_plan_lines(plan: surge_ev.SurgesPlanned) -> Iterator[str]:
             yield f"  Warning: {surge.workload}: {surge.warning}"
 
 
-def _surges_planned(event: surge_ev.SurgesPlanned, _view: DrainView) -> Iterator[Line]:
+def _surges_planned(event: surge_events.SurgesPlanned, _view: DrainView) -> Iterator[Line]:
     for line in surge_plan_lines(event):
         yield "out", line
 
 
-def _surge_skipped(event: surge_ev.SurgeSkipped, _view: DrainView) -> Iterator[Line]:
+def _surge_skipped(event: surge_events.SurgeSkipped, _view: DrainView) -> Iterator[Line]:
     if event.warning:
         yield "err", f"Warning: {event.workload}: {event.warning}"
     yield "err", f"{event.workload} not surged: {event.reason}"
 
 
-def _surge_started(event: surge_ev.SurgeStarted, _view: DrainView) -> Iterator[Line]:
+def _surge_started(event: surge_events.SurgeStarted, _view: DrainView) -> Iterator[Line]:
     if event.warning:
         yield "err", f"Warning: {event.workload}: {event.warning}"
     yield (
@@ -246,11 +246,11 @@ def _surge_started(event: surge_ev.SurgeStarted, _view: DrainView) -> Iterator[L
     )
 
 
-def _surge_ready(event: surge_ev.SurgeReady, _view: DrainView) -> Iterator[Line]:
+def _surge_ready(event: surge_events.SurgeReady, _view: DrainView) -> Iterator[Line]:
     yield "out", f"{event.workload}: extra pods Ready after {event.seconds:.1f}s ({event.replicas} replicas)"
 
 
-def _surge_restored(event: surge_ev.SurgeRestored, _view: DrainView) -> Iterator[Line]:
+def _surge_restored(event: surge_events.SurgeRestored, _view: DrainView) -> Iterator[Line]:
     if event.leftover:
         state = (
             f"back to {event.replicas} replicas"
@@ -273,7 +273,7 @@ def _blocked_in_drain(event: EvictionBlocked, view: DrainView) -> Iterator[Line]
     yield "err", f"{line} (not surged: {why_not})" if why_not else line
 
 
-def _planned(event: ev.DrainPlanned, _view: DrainView) -> Iterator[Line]:
+def _planned(event: drain_events.DrainPlanned, _view: DrainView) -> Iterator[Line]:
     for line in plan_lines(event):
         yield "out", line
 
@@ -292,27 +292,33 @@ EVICTION_FORMATTERS: dict[type[Event], Formatter] = {
 
 DRAIN_FORMATTERS: dict[type[Event], Formatter] = {
     **EVICTION_FORMATTERS,
-    ev.DrainPlanned: _planned,
-    ev.NodeCordoned: _cordoned,
-    ev.NodeUncordoned: _uncordoned,
-    ev.DrainWarning: _warning,
-    ev.BatchStarted: _batch,
-    ev.NodeDrained: _drained,
-    ev.NodeDrainFailed: _drain_failed,
-    ev.WaitingForWorkloads: _waiting_for_workloads,
-    ev.WorkloadsAvailable: _workloads_available,
-    ev.DrainFinished: _finished,
+    drain_events.DrainPlanned: _planned,
+    drain_events.NodeCordoned: _cordoned,
+    drain_events.NodeUncordoned: _uncordoned,
+    drain_events.DrainWarning: _warning,
+    drain_events.BatchStarted: _batch,
+    drain_events.NodeDrained: _drained,
+    drain_events.NodeDrainFailed: _drain_failed,
+    drain_events.WaitingForWorkloads: _waiting_for_workloads,
+    drain_events.WorkloadsAvailable: _workloads_available,
+    drain_events.DrainFinished: _finished,
     EvictionBlocked: _blocked_in_drain,
-    surge_ev.SurgesPlanned: _surges_planned,
-    surge_ev.SurgeSkipped: _surge_skipped,
-    surge_ev.SurgeStarted: _surge_started,
-    surge_ev.SurgeReady: _surge_ready,
-    surge_ev.SurgeRestored: _surge_restored,
+    surge_events.SurgesPlanned: _surges_planned,
+    surge_events.SurgeSkipped: _surge_skipped,
+    surge_events.SurgeStarted: _surge_started,
+    surge_events.SurgeReady: _surge_ready,
+    surge_events.SurgeRestored: _surge_restored,
 }
 
 
 def drain_printer(out: TextIO, err: TextIO, *, live: bool = False) -> TextPrinter:
     """The text printer of a drain (and of cordon / uncordon)."""
     return TextPrinter(
-        out, err, view=DrainView(), fold=fold, formatters=DRAIN_FORMATTERS, final=(ev.DrainFinished,), live=live
+        out,
+        err,
+        view=DrainView(),
+        fold=fold,
+        formatters=DRAIN_FORMATTERS,
+        final=(drain_events.DrainFinished,),
+        live=live,
     )

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from kubectl_rollout.cli.drain_output import EVICTION_FORMATTERS
 from kubectl_rollout.cli.text_output import Formatter, Line, TextPrinter, dry_run_suffix
-from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.views.restart import RestartView, fold
 
@@ -16,7 +16,7 @@ def _pods(count: int) -> str:
     return f"{count} pod" if count == 1 else f"{count} pods"
 
 
-def _planned(event: rev.RestartPlanned, _view: RestartView) -> Iterator[Line]:
+def _planned(event: restart_events.RestartPlanned, _view: RestartView) -> Iterator[Line]:
     pods = ", ".join(event.pods) or "none"
     verb = "resuming the restart of" if event.resumed else "restarting"
     done = f" ({event.already_replaced} already replaced)" if event.resumed else ""
@@ -29,19 +29,19 @@ def _planned(event: rev.RestartPlanned, _view: RestartView) -> Iterator[Line]:
         )
 
 
-def _waiting_to_start(event: rev.WaitingToStart, _view: RestartView) -> Iterator[Line]:
+def _waiting_to_start(event: restart_events.WaitingToStart, _view: RestartView) -> Iterator[Line]:
     yield "out", f"waiting for {event.workload} to settle before the first eviction: {event.reason}"
 
 
-def _waiting_for_replacement(event: rev.WaitingForReplacement, _view: RestartView) -> Iterator[Line]:
+def _waiting_for_replacement(event: restart_events.WaitingForReplacement, _view: RestartView) -> Iterator[Line]:
     yield "out", f"waiting for a replacement of {event.pod.name} ({event.ready}/{event.desired} available)"
 
 
-def _replaced(event: rev.PodReplaced, _view: RestartView) -> Iterator[Line]:
+def _replaced(event: restart_events.PodReplaced, _view: RestartView) -> Iterator[Line]:
     yield "out", f"pod/{event.pod.name} replaced ({event.index}/{event.total}, {event.seconds:.1f}s)"
 
 
-def _finished(event: rev.RestartFinished, _view: RestartView) -> Iterator[Line]:
+def _finished(event: restart_events.RestartFinished, _view: RestartView) -> Iterator[Line]:
     if not event.failure:
         yield "out", f"{event.workload} restarted: {_pods(event.replaced)} replaced{dry_run_suffix(event.dry_run)}"
         return
@@ -56,15 +56,21 @@ def _finished(event: rev.RestartFinished, _view: RestartView) -> Iterator[Line]:
 
 RESTART_FORMATTERS: dict[type[Event], Formatter] = {
     **EVICTION_FORMATTERS,
-    rev.RestartPlanned: _planned,
-    rev.WaitingToStart: _waiting_to_start,
-    rev.WaitingForReplacement: _waiting_for_replacement,
-    rev.PodReplaced: _replaced,
-    rev.RestartFinished: _finished,
+    restart_events.RestartPlanned: _planned,
+    restart_events.WaitingToStart: _waiting_to_start,
+    restart_events.WaitingForReplacement: _waiting_for_replacement,
+    restart_events.PodReplaced: _replaced,
+    restart_events.RestartFinished: _finished,
 }
 
 
 def restart_printer(out: TextIO, err: TextIO, *, live: bool = False) -> TextPrinter:
     return TextPrinter(
-        out, err, view=RestartView(), fold=fold, formatters=RESTART_FORMATTERS, final=(rev.RestartFinished,), live=live
+        out,
+        err,
+        view=RestartView(),
+        fold=fold,
+        formatters=RESTART_FORMATTERS,
+        final=(restart_events.RestartFinished,),
+        live=live,
     )

@@ -44,8 +44,8 @@ from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
 from kubectl_rollout.jobs.context import JobContext
-from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events import surge as surge_ev
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import PodEvicted, PodFailed
@@ -288,7 +288,7 @@ class DrainEngine:
         judged = [(pod, judge(pod, filters)) for pod in pods]
         return pods, judged
 
-    def plan(self, nodes: list[Any]) -> ev.DrainPlanned:
+    def plan(self, nodes: list[Any]) -> drain_events.DrainPlanned:
         pdbs = self.evictor.pdbs()
         node_plans = []
         for node in nodes:
@@ -299,9 +299,9 @@ class DrainEngine:
                 names = tuple(qualified(p) for p in selecting)
                 ref = _ref(pod, node.metadata.name)
                 if not verdict.delete:
-                    kind = ev.Verdict.ERROR if verdict.outcome.value == "Error" else ev.Verdict.SKIP
+                    kind = drain_events.Verdict.ERROR if verdict.outcome.value == "Error" else drain_events.Verdict.SKIP
                     plans.append(
-                        ev.PodPlan(
+                        drain_events.PodPlan(
                             pod=ref,
                             verdict=kind,
                             reason=verdict.message or "mirror or deleted pod",
@@ -310,11 +310,11 @@ class DrainEngine:
                         )
                     )
                     continue
-                method = ev.Verdict.DELETE if self.options.disable_eviction else ev.Verdict.EVICT
+                method = drain_events.Verdict.DELETE if self.options.disable_eviction else drain_events.Verdict.EVICT
                 reason = "; ".join(verdict.warnings) or verdict.message
                 if not self.options.disable_eviction and len(selecting) > 1:
                     method, reason = (
-                        ev.Verdict.ERROR,
+                        drain_events.Verdict.ERROR,
                         (
                             f"selected by {len(selecting)} PodDisruptionBudgets ({', '.join(names)}); "
                             "the eviction API refuses such pods"
@@ -324,15 +324,17 @@ class DrainEngine:
                     reason = unhealthy_pod_may_go(selecting[0], pod) or ""
                 elif not self.options.disable_eviction and selecting and blocks(selecting[0], pod):
                     budget = selecting[0]
-                    method = ev.Verdict.BLOCKED
+                    method = drain_events.Verdict.BLOCKED
                     reason = (
                         f"PodDisruptionBudget {names[0]} allows 0 disruptions now "
                         f"(healthy {budget.status.current_healthy if budget.status else '?'}, "
                         f"needs {budget.status.desired_healthy if budget.status else '?'}); the drain will wait"
                     )
-                plans.append(ev.PodPlan(pod=ref, verdict=method, reason=reason, pdbs=names, priority=priority_of(pod)))
+                plans.append(
+                    drain_events.PodPlan(pod=ref, verdict=method, reason=reason, pdbs=names, priority=priority_of(pod))
+                )
             node_plans.append(
-                ev.NodePlan(
+                drain_events.NodePlan(
                     node=node.metadata.name,
                     cordoned=is_cordoned(node),
                     pods=tuple(plans),
@@ -340,9 +342,9 @@ class DrainEngine:
                     warnings=summarize_warnings(judged),
                 )
             )
-        return ev.DrainPlanned(nodes=tuple(node_plans), dry_run=self.options.dry_run)
+        return drain_events.DrainPlanned(nodes=tuple(node_plans), dry_run=self.options.dry_run)
 
-    def plan_surges(self, nodes: list[Any]) -> surge_ev.SurgesPlanned | None:
+    def plan_surges(self, nodes: list[Any]) -> surge_events.SurgesPlanned | None:
         """--surge: for each workload with pods on these nodes, surge by N or why not (changes nothing)."""
         if self.surge_max is None:
             return None
@@ -350,7 +352,7 @@ class DrainEngine:
             (pod, node.metadata.name) for node in nodes for pod, verdict in self._judge_node(node)[1] if verdict.delete
         ]
         session = self._surge_session()
-        return surge_ev.SurgesPlanned(surges=session.as_plans(session.plan(pods)))
+        return surge_events.SurgesPlanned(surges=session.as_plans(session.plan(pods)))
 
     # --- running ------------------------------------------------------------------------
 
@@ -361,7 +363,7 @@ class DrainEngine:
         changed = set_cordoned(self.cluster, node, cordoned=True, dry_run=self.options.dry_run)
         if changed and self.options.dry_run is DryRun.NONE:
             record_node_event(self.cluster, node, reason="Cordoned", message="Node cordoned by kubectl rollout-plus")
-        self.emit(ev.NodeCordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
+        self.emit(drain_events.NodeCordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
 
     def uncordon(self, node: Any) -> None:
         fresh = call_with_retry(self.cluster.core.read_node, node.metadata.name)
@@ -370,9 +372,9 @@ class DrainEngine:
             record_node_event(
                 self.cluster, node, reason="Uncordoned", message="Node uncordoned by kubectl rollout-plus"
             )
-        self.emit(ev.NodeUncordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
+        self.emit(drain_events.NodeUncordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
 
-    def run(self, nodes: list[Any]) -> ev.DrainFinished:
+    def run(self, nodes: list[Any]) -> drain_events.DrainFinished:
         started = time.monotonic()
         drained: list[str] = []
         failed: list[str] = []
@@ -392,7 +394,9 @@ class DrainEngine:
                     if self.cancel.is_set():
                         failed.extend(n.metadata.name for n in group)
                         continue
-                    self.emit(ev.BatchStarted(index=index // batch + 1, nodes=tuple(n.metadata.name for n in group)))
+                    self.emit(
+                        drain_events.BatchStarted(index=index // batch + 1, nodes=tuple(n.metadata.name for n in group))
+                    )
                     for node in group:
                         self.cordon(node)
                     with (
@@ -407,7 +411,9 @@ class DrainEngine:
                         self._wait_for_workloads([pod for o in outcomes for pod in o.evicted])
         finally:
             self.close()
-        finished = ev.DrainFinished(drained=tuple(drained), failed=tuple(failed), seconds=time.monotonic() - started)
+        finished = drain_events.DrainFinished(
+            drained=tuple(drained), failed=tuple(failed), seconds=time.monotonic() - started
+        )
         self.emit(finished)
         return finished
 
@@ -456,14 +462,16 @@ class DrainEngine:
             workloads,
             timeout=timeout,
             cancel=self.cancel,
-            on_waiting=lambda states: self.emit(ev.WaitingForWorkloads(workloads=tuple(states))),
+            on_waiting=lambda states: self.emit(drain_events.WaitingForWorkloads(workloads=tuple(states))),
         )
         if left:
             raise DrainError(
                 f"workloads evicted in the last batch are still not available after {timeout:.0f}s: "
                 f"{', '.join(map(str, left))}; the next batch was not started"
             )
-        self.emit(ev.WorkloadsAvailable(workloads=tuple(sorted(workloads)), seconds=time.monotonic() - started))
+        self.emit(
+            drain_events.WorkloadsAvailable(workloads=tuple(sorted(workloads)), seconds=time.monotonic() - started)
+        )
 
     def _drain_node(self, node: Any) -> _NodeOutcome:
         name = node.metadata.name
@@ -475,10 +483,12 @@ class DrainEngine:
             return self._fail(node, errors, pending=[])
         warnings = summarize_warnings(judged)
         if warnings:
-            self.emit(ev.DrainWarning(node=name, message=warnings))
+            self.emit(drain_events.DrainWarning(node=name, message=warnings))
         to_remove = eviction_order([pod for pod, verdict in judged if verdict.delete])
         dry_run = self.options.dry_run
-        self.emit(ev.NodeDrainStarted(node=name, pods=tuple(_ref(p, name) for p in to_remove), dry_run=dry_run))
+        self.emit(
+            drain_events.NodeDrainStarted(node=name, pods=tuple(_ref(p, name) for p in to_remove), dry_run=dry_run)
+        )
         if self.options.dry_run is DryRun.NONE:
             record_node_event(
                 self.cluster, node, reason="Draining", message=f"Draining node: removing {len(to_remove)} pods"
@@ -486,7 +496,7 @@ class DrainEngine:
         if self.options.dry_run is DryRun.CLIENT:
             for pod in to_remove:
                 self.emit(PodEvicted(pod=_ref(pod, name), method=self.evictor.method, dry_run=dry_run))
-            self.emit(ev.NodeDrained(node=name, evicted=len(to_remove), seconds=0.0, dry_run=dry_run))
+            self.emit(drain_events.NodeDrained(node=name, evicted=len(to_remove), seconds=0.0, dry_run=dry_run))
             return _NodeOutcome(node=name, ok=True)
 
         node_pods = WatchedCollection(
@@ -509,7 +519,9 @@ class DrainEngine:
             errors = [failures[pod].error for pod in sorted(failures)]
             return self._fail(node, errors, pending=sorted(failures))
         self.emit(
-            ev.NodeDrained(node=name, evicted=len(to_remove), seconds=time.monotonic() - started, dry_run=dry_run)
+            drain_events.NodeDrained(
+                node=name, evicted=len(to_remove), seconds=time.monotonic() - started, dry_run=dry_run
+            )
         )
         if self.options.dry_run is DryRun.NONE:
             record_node_event(
@@ -525,7 +537,7 @@ class DrainEngine:
         return self.evictor.remove(pod, ref, node_pods, deadline)
 
     def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> _NodeOutcome:
-        reason = ev.join_errors(reasons)
+        reason = drain_events.join_errors(reasons)
         name = node.metadata.name
         cordoned = self.options.dry_run is DryRun.NONE
         if self.options.uncordon_on_failure:
@@ -533,5 +545,7 @@ class DrainEngine:
             cordoned = False
         if self.options.dry_run is DryRun.NONE:
             record_node_event(self.cluster, node, reason="DrainFailed", message=f"Drain failed: {reason}", warning=True)
-        self.emit(ev.NodeDrainFailed(node=name, reasons=tuple(reasons), pending=tuple(pending), cordoned=cordoned))
+        self.emit(
+            drain_events.NodeDrainFailed(node=name, reasons=tuple(reasons), pending=tuple(pending), cordoned=cordoned)
+        )
         return _NodeOutcome(node=name, ok=False, reason=reason, pending=pending)

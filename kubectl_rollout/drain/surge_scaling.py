@@ -72,7 +72,7 @@ from kubectl_rollout.drain.surge_record import (
 from kubectl_rollout.drain.surge_record import leftovers as recorded_leftovers
 from kubectl_rollout.drain.workload_events import record_workload_event
 from kubectl_rollout.eviction.pdb_watch import PdbWatch
-from kubectl_rollout.jobs.events import surge as ev
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Emit, PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.kube.api_retry import call_with_retry
@@ -165,7 +165,9 @@ def _leftover_lease(cluster: Cluster, workload: WorkloadRef | None) -> WorkloadL
     return driver_lease(cluster, workload.namespace, workload.name)
 
 
-def restore_leftovers(cluster: Cluster, emit: Emit, cancel: threading.Event | None = None) -> list[ev.SurgeRestored]:
+def restore_leftovers(
+    cluster: Cluster, emit: Emit, cancel: threading.Event | None = None
+) -> list[surge_events.SurgeRestored]:
     """Restore every surge record a killed or failed drain left in the cluster, reporting each one.
 
     A record whose drain still renews its Lease belongs to a drain that is alive and is left alone; a drain
@@ -211,7 +213,7 @@ def _restore_leftover(
     workloads: dict[SurgeRecord, WorkloadRef | None],
     leases: dict[SurgeRecord, WorkloadLease | None],
     emit: Emit,
-) -> ev.SurgeRestored | None:
+) -> surge_events.SurgeRestored | None:
     lease = leases[record]
     if lease is not None and lease.seconds_left() > 0:
         log.info("surge of %s %s/%s: its Lease is renewed; left alone", record.kind, record.namespace, record.name)
@@ -225,7 +227,7 @@ def _restore_leftover(
     clear_left_by(cluster, record.namespace, record.drain)
     if ref is None:
         ref = WorkloadRef(kind=record.kind, namespace=record.namespace, name=record.name)
-    event = ev.SurgeRestored(
+    event = surge_events.SurgeRestored(
         workload=ref,
         replicas=outcome.replicas,
         leftover=True,
@@ -420,9 +422,9 @@ class SurgeSession:
         return [(owner, decide(self._facts(owner), self.surge_max)) for owner in self._owners(pods)]
 
     @staticmethod
-    def as_plans(decisions: list[tuple[_Owner, SurgeDecision]]) -> tuple[ev.SurgePlan, ...]:
+    def as_plans(decisions: list[tuple[_Owner, SurgeDecision]]) -> tuple[surge_events.SurgePlan, ...]:
         return tuple(
-            ev.SurgePlan(
+            surge_events.SurgePlan(
                 workload=owner.ref,
                 surge=decision.surge,
                 reason=decision.reason,
@@ -443,7 +445,7 @@ class SurgeSession:
                 continue  # no PDB: nothing to wait for, nothing to say
             if decision.surge <= 0 or owner.surged_object() is None:
                 self.emit(
-                    ev.SurgeSkipped(
+                    surge_events.SurgeSkipped(
                         workload=owner.ref, reason=decision.reason, pods=tuple(owner.pods), warning=decision.warning
                     )
                 )
@@ -521,7 +523,7 @@ class SurgeSession:
         try:
             keeper.start()
         except LeaseHeld as held:
-            self.emit(ev.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
+            self.emit(surge_events.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
             return
         why = "it changed while the drain looked at it; the drain waits for its PDB"
         if kind is REPLICA_SET:
@@ -530,7 +532,7 @@ class SurgeSession:
         raised = self._begin(kind, obj, original=original, added=decision.surge) if obj is not None else None
         if raised is None:
             keeper.stop()
-            self.emit(ev.SurgeSkipped(workload=owner.ref, reason=why, pods=tuple(owner.pods)))
+            self.emit(surge_events.SurgeSkipped(workload=owner.ref, reason=why, pods=tuple(owner.pods)))
             return
         surged = _Surged(
             ref=owner.ref,
@@ -551,7 +553,7 @@ class SurgeSession:
         for key in surged.pods:
             self._by_pod[key] = surged
         self.emit(
-            ev.SurgeStarted(
+            surge_events.SurgeStarted(
                 workload=owner.ref,
                 original=original,
                 replicas=surged.current,
@@ -616,7 +618,9 @@ class SurgeSession:
                     del waiting[ref]
                     if verdict == "":
                         self.emit(
-                            ev.SurgeReady(workload=ref, replicas=surged.current, seconds=time.monotonic() - started)
+                            surge_events.SurgeReady(
+                                workload=ref, replicas=surged.current, seconds=time.monotonic() - started
+                            )
                         )
                     else:
                         self._give_up(surged, verdict)
@@ -687,7 +691,7 @@ class SurgeSession:
         """Put the count back at once; the drain then waits for the PDB as it would without --surge."""
         self._restore(surged)
         self.emit(
-            ev.SurgeSkipped(
+            surge_events.SurgeSkipped(
                 workload=surged.ref,
                 reason=f"surge given up: {why}; the drain waits for its PDB",
                 pods=tuple(PodRef(namespace=ns, name=name) for ns, name in sorted(surged.pods)),
@@ -759,7 +763,9 @@ class SurgeSession:
         replicas = outcome.replicas if outcome is not None else surged.original
         count_restored = outcome.count_restored if outcome is not None else False
         self.emit(
-            ev.SurgeRestored(workload=surged.ref, replicas=replicas, drain=self.drain, count_restored=count_restored)
+            surge_events.SurgeRestored(
+                workload=surged.ref, replicas=replicas, drain=self.drain, count_restored=count_restored
+            )
         )
         record_workload_event(
             self.cluster,

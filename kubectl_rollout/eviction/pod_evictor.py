@@ -30,7 +30,7 @@ from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.jobs.context import JobContext
-from kubectl_rollout.jobs.events import eviction as ev
+from kubectl_rollout.jobs.events import eviction as eviction_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.eviction import DryRun as DryRun
 from kubectl_rollout.jobs.events.eviction import EvictionMethod
@@ -201,7 +201,9 @@ class PodEvictor:
         except ApiException as err:
             raise _Refused(classify_refusal(err.status, err.body, err.headers)) from err
 
-    def remove(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> ev.PodFailed | None:
+    def remove(
+        self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None
+    ) -> eviction_events.PodFailed | None:
         """Evict (or delete) one pod and wait until it is gone; returns None, or the failure it emitted.
 
         ``pods`` is a watched collection holding the pod (its node's pods, its workload's).
@@ -211,7 +213,7 @@ class PodEvictor:
         try:
             gone = self._evict_with_retries(pod, ref, pods, deadline)
             if gone:
-                self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))
+                self.emit(eviction_events.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))
                 return None
             if self.options.dry_run is DryRun.SERVER:
                 self._release_slot()
@@ -228,7 +230,7 @@ class PodEvictor:
             reason = self._explain_failure(pod, refused.refusal)
         except ApiException as err:
             reason = f"{err.status} {err.reason}"
-        failed = ev.PodFailed(pod=ref, reason=reason, terminating=terminating)
+        failed = eviction_events.PodFailed(pod=ref, reason=reason, terminating=terminating)
         self.emit(failed)
         return failed
 
@@ -271,7 +273,7 @@ class PodEvictor:
                 self._take_slot()
                 return False
             raise
-        self.emit(ev.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run))
+        self.emit(eviction_events.PodEvicted(pod=ref, method=self.method, dry_run=self.options.dry_run))
         return False
 
     def _stop_if_cancelled_or_late(self, state: _Attempts) -> None:
@@ -313,7 +315,9 @@ class PodEvictor:
         # Said once the pod holds a slot (--max-concurrent-evictions): until then it is queued, not evicting.
         state.count += 1
         self.emit(
-            ev.EvictionStarted(pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run)
+            eviction_events.EvictionStarted(
+                pod=state.ref, attempt=state.count, method=self.method, dry_run=self.options.dry_run
+            )
         )
         try:
             with self._lanes.lane(budget):
@@ -343,9 +347,9 @@ class PodEvictor:
             )
             status = None
         self.emit(
-            ev.EvictionBlocked(
+            eviction_events.EvictionBlocked(
                 pod=state.ref,
-                reason=ev.BlockReason.PDB_BLOCKED,
+                reason=eviction_events.BlockReason.PDB_BLOCKED,
                 message=message,
                 pdb=qualified(budget),
                 healthy=status.current_healthy if status else None,
@@ -400,9 +404,9 @@ class PodEvictor:
             # another pod ("does not allow evicting pods currently"): the watched status has them.
             healthy, needed = self._watched_counts(state.pod.metadata.namespace, refusal.pdb_name)
         self.emit(
-            ev.EvictionBlocked(
+            eviction_events.EvictionBlocked(
                 pod=state.ref,
-                reason=ev.BlockReason(refusal.reason.value),
+                reason=eviction_events.BlockReason(refusal.reason.value),
                 message=refusal.cause_message or refusal.message,
                 pdb=pdb_name,
                 healthy=healthy,
@@ -461,6 +465,6 @@ class PodEvictor:
                 raise _Cancelled
             raise _Timeout
         if skipped[0]:
-            self.emit(ev.PodSkippedWaiting(pod=ref, seconds=skip_after))
+            self.emit(eviction_events.PodSkippedWaiting(pod=ref, seconds=skip_after))
         else:
-            self.emit(ev.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))
+            self.emit(eviction_events.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))

@@ -37,7 +37,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.context import JobContext
-from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -188,7 +188,9 @@ class EvictionRestart:
         problem = self._unsettled(workload)
         if problem is None:
             return workload
-        self.emit(rev.WaitingToStart(workload=str(self.target), namespace=self.target.namespace, reason=problem))
+        self.emit(
+            restart_events.WaitingToStart(workload=str(self.target), namespace=self.target.namespace, reason=problem)
+        )
         watched = WatchedCollection(
             self._api("list"),
             namespace=self.target.namespace,
@@ -271,7 +273,7 @@ class EvictionRestart:
             if deadline is not None:
                 wait = min(wait, max(deadline - time.monotonic(), 0.0))
             self.emit(
-                rev.WaitingToStart(
+                restart_events.WaitingToStart(
                     workload=str(self.target),
                     namespace=self.target.namespace,
                     reason=f"another restart holds lease {lease.namespace}/{lease.name}; "
@@ -289,7 +291,7 @@ class EvictionRestart:
 
     # --- running ----------------------------------------------------------------------
 
-    def run(self) -> rev.RestartFinished:
+    def run(self) -> restart_events.RestartFinished:
         started = time.monotonic()
         deadline = started + self.settings.timeout if self.settings.timeout > 0 else None
         workload = self._read()
@@ -301,7 +303,7 @@ class EvictionRestart:
         finally:
             self._keeper.stop()
 
-    def _run(self, workload: Any, started: float, deadline: float | None) -> rev.RestartFinished:
+    def _run(self, workload: Any, started: float, deadline: float | None) -> restart_events.RestartFinished:
         workload = self._wait_until_settled(workload, deadline)
         desired = self._desired(workload)
         min_ready = int(getattr(workload.spec, "min_ready_seconds", None) or 0)
@@ -346,7 +348,7 @@ class EvictionRestart:
         cutoff = earlier if self.resume else cutoff_for(current)
         plan = replacement_order(self.target.kind, [p for p in current if cutoff is not None and predates(p, cutoff)])
         self.emit(
-            rev.RestartPlanned(
+            restart_events.RestartPlanned(
                 workload=str(self.target),
                 namespace=self.target.namespace,
                 pods=tuple(p.metadata.name for p in plan),
@@ -368,7 +370,7 @@ class EvictionRestart:
             run.min_ready,
             run.deadline,
             lambda n: self.emit(
-                rev.WaitingToStart(
+                restart_events.WaitingToStart(
                     workload=str(self.target),
                     namespace=self.target.namespace,
                     reason=f"{n} of {desired} pods available",
@@ -421,19 +423,21 @@ class EvictionRestart:
                     )
                 )
             replaced += 1
-            self.emit(rev.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began))
+            self.emit(
+                restart_events.PodReplaced(pod=ref, index=index, total=len(plan), seconds=time.monotonic() - began)
+            )
         return replaced, ""
 
     def _finish(
         self, started: float, *, replaced: int, failure: str, wrote: bool, earlier: datetime | None
-    ) -> rev.RestartFinished:
+    ) -> restart_events.RestartFinished:
         # The cutoff stays only while it saves work: after a failure, once some pod was replaced
         # (by this run or by the one it resumes).
         recorded = wrote or earlier is not None
         if recorded and self.settings.dry_run is DryRun.NONE and (not failure or (wrote and replaced == 0)):
             self._record(None)
             recorded = False
-        finished = rev.RestartFinished(
+        finished = restart_events.RestartFinished(
             workload=str(self.target),
             namespace=self.target.namespace,
             replaced=replaced,
@@ -500,4 +504,4 @@ class EvictionRestart:
         return counted[0]
 
     def _announce_replacement(self, ref: PodRef, desired: int, available: int) -> None:
-        self.emit(rev.WaitingForReplacement(pod=ref, ready=available, desired=desired))
+        self.emit(restart_events.WaitingForReplacement(pod=ref, ready=available, desired=desired))

@@ -266,7 +266,7 @@ class RolloutPlusApp(App[None]):
     # --- keys ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        from kubectl_rollout.tui.screens.help import HelpScreen
+        from kubectl_rollout.tui.screens.dialogs.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

@@ -25,8 +25,8 @@ from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect
-from kubectl_rollout.tui.screens.confirm import ConfirmScreen
-from kubectl_rollout.tui.screens.drain import DrainScreen
+from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.evictions import EvictionsScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
 from kubectl_rollout.tui.screens.rollout import RolloutScreen
 from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
@@ -94,7 +94,7 @@ async def test_the_drain_screen_shows_the_blocking_pdb_and_p_pauses_and_resumes_
     job_id = _blocked_drain(cluster, namespace, node, kubeconfig)
     app = RolloutPlusApp(agent_connect(), open_job=job_id)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await until(pilot, lambda: _screen(app, DrainScreen), what="the drain screen")
+        screen = await until(pilot, lambda: _screen(app, EvictionsScreen), what="the drain screen")
         pods = screen.query_one("#pods", LiveTable)
         await until(pilot, lambda: len(pods.row_keys) == 2, what="the node's two pods in the table")
         await until(
@@ -142,7 +142,7 @@ async def test_the_blocker_panel_names_the_pdbs_never_ready_pod_and_its_node(
     app = RolloutPlusApp(agent_connect(), open_job=job_id)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            screen = await until(pilot, lambda: _screen(app, DrainScreen), what="the drain screen")
+            screen = await until(pilot, lambda: _screen(app, EvictionsScreen), what="the drain screen")
             panel = screen.query_one(BlockerPanel)
             named = f"unhealthy: {sick.metadata.name} on {other}: not Ready since"
             await until(pilot, lambda: named in panel.plain, what="the panel naming the never-Ready pod")
@@ -162,7 +162,7 @@ async def test_cancel_asks_first_and_readonly_offers_no_action(
 
     readonly = RolloutPlusApp(agent_connect(), open_job=job_id, readonly=True)
     async with readonly.run_test(size=SIZE) as pilot:
-        screen = await until(pilot, lambda: _screen(readonly, DrainScreen), what="the drain screen")
+        screen = await until(pilot, lambda: _screen(readonly, EvictionsScreen), what="the drain screen")
         await until(pilot, lambda: screen.view.last_seq > 0, what="the job's events")
         assert not {"c", "p"} & set(readonly.screen.active_bindings), "read-only still offers c or p"
         await pilot.press("c", "p")
@@ -172,12 +172,12 @@ async def test_cancel_asks_first_and_readonly_offers_no_action(
 
     app = RolloutPlusApp(agent_connect(), open_job=job_id)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: _screen(app, DrainScreen), what="the drain screen")
+        await until(pilot, lambda: _screen(app, EvictionsScreen), what="the drain screen")
         await until(pilot, lambda: app.screen.active_bindings.get("c"), what="c offered")
         await pilot.press("c")
         await until(pilot, lambda: _screen(app, ConfirmScreen), what="the confirmation")
         await pilot.press("n")
-        await until(pilot, lambda: _screen(app, DrainScreen), what="back on the drain screen")
+        await until(pilot, lambda: _screen(app, EvictionsScreen), what="back on the drain screen")
         assert not _agent_job(job_id).cancel_requested, "'n' cancelled the job"
         await pilot.press("c")
         await until(pilot, lambda: _screen(app, ConfirmScreen), what="the confirmation again")
@@ -203,7 +203,7 @@ async def test_the_jobs_screen_lists_the_agents_jobs_enter_opens_one_and_quit_le
         assert (row["KIND"], row["STATE"], row["TARGET"]) == ("drain", "running", f"node/{node}")
         assert row["BY"].startswith("test (pid "), row
         await pilot.press("enter")
-        drain = await until(pilot, lambda: _screen(app, DrainScreen), what="Enter to open the drain screen")
+        drain = await until(pilot, lambda: _screen(app, EvictionsScreen), what="Enter to open the drain screen")
         assert drain.job_id == job_id
         await pilot.press("escape")
         await until(pilot, lambda: _screen(app, JobsScreen), what="Escape back to the jobs")

@@ -17,10 +17,10 @@ from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect
 from kubectl_rollout.tui.cluster_scope import ClusterScope
-from kubectl_rollout.tui.screens.drain import DrainScreen
+from kubectl_rollout.tui.screens.dialogs.drain_plan import DrainPlanDialog
+from kubectl_rollout.tui.screens.evictions import EvictionsScreen
 from kubectl_rollout.tui.screens.nodes import NodesScreen
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
-from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
 from kubectl_rollout.tui.widgets.live_table import LiveTable
 
 __all__ = ["agent_dir"]
@@ -60,7 +60,7 @@ def test_keys_2_and_3_open_the_cluster_screens_and_a_drain_opens_its_job(
             await pilot.press("d")
             await until(pilot, lambda: isinstance(app.screen, DrainPlanDialog), what="the plan")
             await pilot.press("y")
-            await until(pilot, lambda: isinstance(app.screen, DrainScreen), what="the drain's job screen")
+            await until(pilot, lambda: isinstance(app.screen, EvictionsScreen), what="the drain's job screen")
             job_id = app.screen.job_id
             await until(pilot, lambda: app.store.view(job_id).finished is not None, timeout=120, what="the drain")
             assert app.store.infos[job_id].target == f"node/{node}"

@@ -27,9 +27,9 @@ from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.cluster_scope import ClusterScope
 from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen
+from kubectl_rollout.tui.screens.dialogs.drain_plan import DrainPlanDialog
 from kubectl_rollout.tui.screens.nodes import NodesScreen
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
-from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
 
 #: pytest-xdist: one namespace of a fixed name for stable snapshots, set up once: one worker owns it
 pytestmark = pytest.mark.xdist_group("tui-snapshots")

@@ -23,9 +23,9 @@ from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.cluster_scope import ClusterScope
-from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.drain_plan import DrainPlanDialog
 from kubectl_rollout.tui.screens.nodes import NodesScreen
-from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
 from kubectl_rollout.tui.widgets.live_table import LiveTable
 
 __all__ = ["agent_dir"]

@@ -27,11 +27,11 @@ from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, 
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.record import read
 from kubectl_rollout.tui.cluster_scope import ClusterScope
-from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.image_form import ImageForm
+from kubectl_rollout.tui.screens.dialogs.revision import RevisionDialog
 from kubectl_rollout.tui.screens.workloads import WorkloadsScreen
-from kubectl_rollout.tui.widgets.image_form import ImageForm
 from kubectl_rollout.tui.widgets.live_table import LiveTable
-from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog
 
 __all__ = ["agent_dir"]
 

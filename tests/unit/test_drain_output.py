@@ -10,7 +10,7 @@ import pytest
 
 from kubectl_rollout.cli.drain_output import drain_printer
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
-from kubectl_rollout.jobs.events import drain as ev
+from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.eviction import (
     EvictionBlocked,
@@ -39,12 +39,12 @@ def render(*events: Event, live: bool = False) -> tuple[str, str]:
 
 def test_kubectl_wording_for_a_plain_drain() -> None:
     out, err = render(
-        ev.NodeCordoned(node="node-a", changed=True),
+        drain_events.NodeCordoned(node="node-a", changed=True),
         EvictionStarted(pod=POD, attempt=1),
         PodEvicted(pod=POD),
         PodGone(pod=POD, after=1.2),
-        ev.NodeDrained(node="node-a", evicted=1, seconds=1.5),
-        ev.DrainFinished(drained=("node-a",), failed=(), seconds=1.5),
+        drain_events.NodeDrained(node="node-a", evicted=1, seconds=1.5),
+        drain_events.DrainFinished(drained=("node-a",), failed=(), seconds=1.5),
     )
     assert out.splitlines() == [
         "node/node-a cordoned",
@@ -57,9 +57,9 @@ def test_kubectl_wording_for_a_plain_drain() -> None:
 
 def test_dry_runs_say_so() -> None:
     out, _ = render(
-        ev.NodeCordoned(node="node-a", changed=True, dry_run="client"),
+        drain_events.NodeCordoned(node="node-a", changed=True, dry_run="client"),
         PodEvicted(pod=POD, dry_run="client"),
-        ev.NodeCordoned(node="node-b", changed=False, dry_run="server"),
+        drain_events.NodeCordoned(node="node-b", changed=False, dry_run="server"),
     )
     assert out.splitlines() == [
         "node/node-a cordoned (dry run)",
@@ -129,13 +129,13 @@ def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
     _, err = render(
         blocked,
         terminating,
-        ev.NodeDrainFailed(
+        drain_events.NodeDrainFailed(
             node="node-a",
             reasons=(blocked.error, terminating.error),
             pending=("shop/web-1", "shop/web-2"),
             cordoned=True,
         ),
-        ev.DrainFinished(drained=(), failed=("node-a",), seconds=3.0),
+        drain_events.DrainFinished(drained=(), failed=("node-a",), seconds=3.0),
     )
     # kubectl's two wordings: refused until the timeout, and accepted but still terminating.
     never = 'error when evicting pods/"web-1" -n "shop": global timeout reached: 3s'
@@ -153,8 +153,8 @@ def test_failure_summary_lists_pods_with_reasons_and_node_state() -> None:
 
 def test_a_node_failure_without_pods_gives_its_errors() -> None:
     _, err = render(
-        ev.NodeDrainFailed(node="node-a", reasons=("cannot delete X: ns/a",), pending=(), cordoned=False),
-        ev.DrainFinished(drained=(), failed=("node-a",), seconds=0.1),
+        drain_events.NodeDrainFailed(node="node-a", reasons=("cannot delete X: ns/a",), pending=(), cordoned=False),
+        drain_events.DrainFinished(drained=(), failed=("node-a",), seconds=0.1),
     )
     assert 'error: unable to drain node "node-a" due to error: cannot delete X: ns/a, continuing command...' in err
     assert "node node-a (uncordoned): cannot delete X: ns/a" in err
@@ -172,7 +172,7 @@ def test_a_node_failure_without_pods_gives_its_errors() -> None:
     ],
 )
 def test_errors_are_joined_as_kubectl_joins_them(errors: tuple[str, ...], joined: str) -> None:
-    assert ev.join_errors(errors) == joined
+    assert drain_events.join_errors(errors) == joined
 
 
 @pytest.mark.parametrize(
@@ -185,7 +185,9 @@ def test_a_removed_pod_is_evicted_or_deleted_as_kubectl_says(method: EvictionMet
 
 
 def test_live_footer_is_erased_before_each_line_and_at_the_end() -> None:
-    out, _ = render(ev.NodeCordoned(node="node-a", changed=True), EvictionStarted(pod=POD, attempt=1), live=True)
+    out, _ = render(
+        drain_events.NodeCordoned(node="node-a", changed=True), EvictionStarted(pod=POD, attempt=1), live=True
+    )
     assert "\r\x1b[K" in out
     assert "1 evicting" in out
     assert out.endswith("\r\x1b[K")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from kubectl_rollout.cli.restart_output import restart_printer
-from kubectl_rollout.jobs.events import restart as rev
+from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.stream import EventStream
 
@@ -22,9 +22,9 @@ def render(*events: Event) -> tuple[str, str]:
 
 def test_a_full_restart_names_the_order_and_each_replacement() -> None:
     out, err = render(
-        rev.RestartPlanned(workload="deployment/web", namespace="shop", pods=("web-1", "web-2")),
-        rev.PodReplaced(pod=POD, index=1, total=2, seconds=1.25),
-        rev.RestartFinished(workload="deployment/web", namespace="shop", replaced=2),
+        restart_events.RestartPlanned(workload="deployment/web", namespace="shop", pods=("web-1", "web-2")),
+        restart_events.PodReplaced(pod=POD, index=1, total=2, seconds=1.25),
+        restart_events.RestartFinished(workload="deployment/web", namespace="shop", replaced=2),
     )
     assert out.splitlines() == [
         "restarting deployment/web by eviction, one pod at a time: web-1, web-2",
@@ -36,7 +36,7 @@ def test_a_full_restart_names_the_order_and_each_replacement() -> None:
 
 def test_a_restart_that_stops_after_replacing_pods_says_how_to_resume() -> None:
     _, err = render(
-        rev.RestartFinished(
+        restart_events.RestartFinished(
             workload="deployment/web", namespace="shop", replaced=1, failure="cancelled", resumable=True
         ),
     )
@@ -48,13 +48,13 @@ def test_a_restart_that_stops_after_replacing_pods_says_how_to_resume() -> None:
 
 
 def test_a_restart_that_replaced_nothing_does_not_offer_to_resume() -> None:
-    _, err = render(rev.RestartFinished(workload="sts/db", namespace="shop", replaced=0, failure="timeout"))
+    _, err = render(restart_events.RestartFinished(workload="sts/db", namespace="shop", replaced=0, failure="timeout"))
     assert "--resume" not in err
 
 
 def test_resuming_counts_the_pods_already_replaced() -> None:
     out, _ = render(
-        rev.RestartPlanned(
+        restart_events.RestartPlanned(
             workload="deployment/web", namespace="shop", pods=("web-3",), resumed=True, already_replaced=2
         ),
     )
@@ -63,6 +63,8 @@ def test_resuming_counts_the_pods_already_replaced() -> None:
 
 def test_starting_over_warns_that_an_earlier_restart_was_unfinished() -> None:
     _, err = render(
-        rev.RestartPlanned(workload="deployment/web", namespace="shop", pods=("web-1",), supersedes_unfinished=True),
+        restart_events.RestartPlanned(
+            workload="deployment/web", namespace="shop", pods=("web-1",), supersedes_unfinished=True
+        ),
     )
     assert "an earlier restart of deployment/web stopped unfinished; this one starts over" in err

@@ -6,16 +6,16 @@ import io
 import time
 
 from kubectl_rollout.cli.drain_output import drain_printer
-from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events import surge as surge_ev
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, Event, PodRef
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodFailed
 from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.jobs.views.drain import DrainView, fold
 
 POD = PodRef(namespace="shop", name="db-0", node="node-a")
-WEB = ev.WorkloadRef(kind="Deployment", namespace="shop", name="web")
-DB = ev.WorkloadRef(kind="StatefulSet", namespace="shop", name="db")
+WEB = drain_events.WorkloadRef(kind="Deployment", namespace="shop", name="web")
+DB = drain_events.WorkloadRef(kind="StatefulSet", namespace="shop", name="db")
 
 
 def render(*events: Event) -> tuple[str, str]:
@@ -44,9 +44,9 @@ def blocked() -> EvictionBlocked:
 
 def test_a_surge_from_start_to_restore() -> None:
     out, err = render(
-        surge_ev.SurgeStarted(workload=WEB, original=1, replicas=2, pods=(POD,)),
-        surge_ev.SurgeReady(workload=WEB, replicas=2, seconds=1.04),
-        surge_ev.SurgeRestored(workload=WEB, replicas=1, drain="abc"),
+        surge_events.SurgeStarted(workload=WEB, original=1, replicas=2, pods=(POD,)),
+        surge_events.SurgeReady(workload=WEB, replicas=2, seconds=1.04),
+        surge_events.SurgeRestored(workload=WEB, replicas=1, drain="abc"),
     )
     assert out.splitlines() == [
         "Deployment shop/web surged from 1 to 2 replicas for 1 pod(s) on the drained node(s) "
@@ -58,15 +58,17 @@ def test_a_surge_from_start_to_restore() -> None:
 
 
 def test_a_leftover_is_reported_as_such() -> None:
-    _, err = render(surge_ev.SurgeRestored(workload=WEB, replicas=3, leftover=True, drain="abc"))
+    _, err = render(surge_events.SurgeRestored(workload=WEB, replicas=3, leftover=True, drain="abc"))
     assert err == "restored a surge left by drain abc: Deployment shop/web back to 3 replicas\n"
-    _, err = render(surge_ev.SurgeRestored(workload=WEB, replicas=5, leftover=True, drain="abc", count_restored=False))
+    _, err = render(
+        surge_events.SurgeRestored(workload=WEB, replicas=5, leftover=True, drain="abc", count_restored=False)
+    )
     assert "record removed; its count had been changed to 5 and was left so" in err
 
 
 def test_the_blocker_line_says_why_the_workload_was_not_surged() -> None:
     _, err = render(
-        surge_ev.SurgeSkipped(workload=DB, reason="a StatefulSet's pods have identities", pods=(POD,)),
+        surge_events.SurgeSkipped(workload=DB, reason="a StatefulSet's pods have identities", pods=(POD,)),
         blocked(),
     )
     lines = err.splitlines()
@@ -79,12 +81,14 @@ def test_a_failed_drain_held_by_a_pdb_hints_at_surge_unless_it_surged() -> None:
     failed = (
         blocked(),
         PodFailed(pod=POD, reason="global timeout reached: 4s"),
-        ev.NodeDrainFailed(node="node-a", reasons=("global timeout reached: 4s",), pending=(str(POD),), cordoned=True),
-        ev.DrainFinished(drained=(), failed=("node-a",), seconds=4.0),
+        drain_events.NodeDrainFailed(
+            node="node-a", reasons=("global timeout reached: 4s",), pending=(str(POD),), cordoned=True
+        ),
+        drain_events.DrainFinished(drained=(), failed=("node-a",), seconds=4.0),
     )
     _, err = render(*failed)
     assert "hint: PodDisruptionBudget shop/db had no room; with --surge" in err
-    _, err = render(surge_ev.SurgeSkipped(workload=DB, reason="identities", pods=(POD,)), *failed)
+    _, err = render(surge_events.SurgeSkipped(workload=DB, reason="identities", pods=(POD,)), *failed)
     assert "hint:" not in err
 
 
@@ -92,14 +96,14 @@ def test_the_view_follows_surges() -> None:
     view = DrainView()
     for seq, event in enumerate(
         [
-            surge_ev.SurgeStarted(workload=WEB, original=1, replicas=2),
-            surge_ev.SurgeSkipped(workload=DB, reason="identities", pods=(POD,)),
+            surge_events.SurgeStarted(workload=WEB, original=1, replicas=2),
+            surge_events.SurgeSkipped(workload=DB, reason="identities", pods=(POD,)),
         ],
         start=1,
     ):
         view = fold(view, Envelope(job="j", seq=seq, at=0.0, event=event))
     assert dict(view.surging) == {"Deployment shop/web": 2}
     assert dict(view.not_surged) == {"shop/db-0": "identities"}
-    view = fold(view, Envelope(job="j", seq=3, at=0.0, event=surge_ev.SurgeRestored(workload=WEB, replicas=1)))
+    view = fold(view, Envelope(job="j", seq=3, at=0.0, event=surge_events.SurgeRestored(workload=WEB, replicas=1)))
     assert dict(view.surging) == {}
     assert [r.replicas for r in view.restored] == [1]

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from kubectl_rollout.cli.main import cli
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.tui.app import RolloutPlusApp, recording_connect
-from kubectl_rollout.tui.screens.drain import DrainScreen
+from kubectl_rollout.tui.screens.evictions import EvictionsScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
 from kubectl_rollout.tui.screens.nodes import NodesScreen
 
@@ -44,12 +44,12 @@ def test_a_recording_is_read_only_and_opens_on_its_job() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             for _ in range(100):
                 await pilot.pause(0.02)
-                if isinstance(app.screen, DrainScreen):
+                if isinstance(app.screen, EvictionsScreen):
                     break
             return type(app.screen), set(app.screen.active_bindings)
 
     screen, keys = asyncio.run(scenario())
-    assert screen is DrainScreen
+    assert screen is EvictionsScreen
     assert not {"c", "p"} & keys  # a recording cannot be steered: the keys are not offered at all
 
 
@@ -119,7 +119,7 @@ def test_tui_without_a_kubeconfig_opens_and_its_cluster_screens_say_how_to_set_o
 def test_only_the_screens_a_person_sees_are_repainted_at_a_flush() -> None:
     # The job list under a drain is hidden: repainting it made Textual repaint the whole drain screen.
     from kubectl_rollout.tui.app import shown_screens
-    from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+    from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 
     job = json.loads(DRAIN.read_text().splitlines()[0])["job"]
 
@@ -128,7 +128,7 @@ def test_only_the_screens_a_person_sees_are_repainted_at_a_flush() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             for _ in range(100):
                 await pilot.pause(0.02)
-                if isinstance(app.screen, DrainScreen):
+                if isinstance(app.screen, EvictionsScreen):
                     break
             alone = [type(s) for s in shown_screens(app.screen_stack)]
             await app.push_screen(ConfirmScreen("Sure?", yes="Yes"))
@@ -137,5 +137,5 @@ def test_only_the_screens_a_person_sees_are_repainted_at_a_flush() -> None:
             return alone, under_a_dialog
 
     alone, under_a_dialog = asyncio.run(scenario())
-    assert alone == [DrainScreen]
-    assert under_a_dialog == [ConfirmScreen, DrainScreen]
+    assert alone == [EvictionsScreen]
+    assert under_a_dialog == [ConfirmScreen, EvictionsScreen]

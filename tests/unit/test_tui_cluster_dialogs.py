@@ -16,9 +16,9 @@ from kubectl_rollout.agent.cluster_rows import RevisionRow
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import NodePlan, PodPlan, Verdict
 from kubectl_rollout.jobs.events.rollout import ContainerImage
-from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
-from kubectl_rollout.tui.widgets.image_form import ImageForm
-from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog
+from kubectl_rollout.tui.screens.dialogs.drain_plan import DrainPlanDialog
+from kubectl_rollout.tui.screens.dialogs.image_form import ImageForm
+from kubectl_rollout.tui.screens.dialogs.revision import RevisionDialog
 
 NO_ANSWER = object()
 

@@ -27,7 +27,7 @@ class DrainFacts(JobKindFacts):
     body = "kubectl_rollout.drain.job:run_drain_job"
     printer = "kubectl_rollout.cli.drain_output:drain_printer"
     live_footer = True
-    screen = "kubectl_rollout.tui.screens.drain:DrainScreen"
+    screen = "kubectl_rollout.tui.screens.evictions:EvictionsScreen"
     view = "kubectl_rollout.jobs.views.drain:DrainView"
     fold = "kubectl_rollout.jobs.views.drain:fold"
     event_modules = ("drain", "eviction")

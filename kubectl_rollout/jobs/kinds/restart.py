@@ -23,7 +23,7 @@ class RestartFacts(JobKindFacts):
     body = "kubectl_rollout.restart.job:run_restart_job"
     printer = "kubectl_rollout.cli.restart_output:restart_printer"
     live_footer = False
-    screen = "kubectl_rollout.tui.screens.drain:DrainScreen"
+    screen = "kubectl_rollout.tui.screens.evictions:EvictionsScreen"
     view = "kubectl_rollout.jobs.views.restart:RestartView"
     fold = "kubectl_rollout.jobs.views.restart:fold"
     event_modules = ("restart",)

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kubectl_rollout.jobs.events import drain as ev
-from kubectl_rollout.jobs.events import surge as surge_ev
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PdbPodsUnhealthy
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into, with_pdb_pods
@@ -50,23 +50,23 @@ class DrainView:
     updated_at: float | None = None
     nodes: Mapping[str, NodeView] = field(default_factory=lambda: _EMPTY)
     pods: Mapping[str, PodView] = field(default_factory=lambda: _NO_PODS)
-    plan: ev.DrainPlanned | None = None
+    plan: drain_events.DrainPlanned | None = None
     batch: int = 0
     #: --node-batch: the evicted workloads not yet available again
-    waiting_for: tuple[ev.WorkloadAvailability, ...] = ()
-    finished: ev.DrainFinished | None = None
+    waiting_for: tuple[drain_events.WorkloadAvailability, ...] = ()
+    finished: drain_events.DrainFinished | None = None
     #: the PodDisruptionBudgets ("namespace/name") that refused or held an eviction at some point
     blocked_by: tuple[str, ...] = ()
     #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
     pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: the plan's decisions per workload
-    surge_plan: tuple[surge_ev.SurgePlan, ...] = ()
+    surge_plan: tuple[surge_events.SurgePlan, ...] = ()
     #: --surge: workloads raised now, "Kind ns/name" -> replicas
     surging: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: pods ("namespace/name") whose workload was not surged, with why
     not_surged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: workloads whose count was restored, leftovers of killed drains included
-    restored: tuple[surge_ev.SurgeRestored, ...] = ()
+    restored: tuple[surge_events.SurgeRestored, ...] = ()
 
     def pods_in(self, state: PodState) -> list[PodView]:
         return [p for p in self.pods.values() if p.state is state]
@@ -142,22 +142,22 @@ def _with_node(view: DrainView, node: NodeView) -> DrainView:
 
 
 def _fold_drain(view: DrainView, event: Event) -> DrainView:
-    if isinstance(event, ev.DrainPlanned):
+    if isinstance(event, drain_events.DrainPlanned):
         for plan in event.nodes:
             view = _with_node(view, dataclasses.replace(_node(view, plan.node), cordoned=plan.cordoned))
         return dataclasses.replace(view, plan=event)
-    if isinstance(event, ev.NodeCordoned):
+    if isinstance(event, drain_events.NodeCordoned):
         node = _node(view, event.node)
         state: NodeState = NodeState.CORDONED if node.state is NodeState.SCHEDULABLE else node.state
         return _with_node(view, dataclasses.replace(node, cordoned=True, state=state))
-    if isinstance(event, ev.NodeUncordoned):
+    if isinstance(event, drain_events.NodeUncordoned):
         node = _node(view, event.node)
         state = NodeState.SCHEDULABLE if node.state is NodeState.CORDONED else node.state
         return _with_node(view, dataclasses.replace(node, cordoned=False, state=state))
-    if isinstance(event, ev.DrainWarning):
+    if isinstance(event, drain_events.DrainWarning):
         node = _node(view, event.node)
         return _with_node(view, dataclasses.replace(node, warnings=(*node.warnings, event.message)))
-    if isinstance(event, ev.NodeDrainStarted):
+    if isinstance(event, drain_events.NodeDrainStarted):
         view = _with_node(
             view,
             dataclasses.replace(_node(view, event.node), state=NodeState.DRAINING, pods=tuple(map(str, event.pods))),
@@ -166,40 +166,40 @@ def _fold_drain(view: DrainView, event: Event) -> DrainView:
         for ref in event.pods:
             pods.setdefault(str(ref), PodView(pod=ref))
         return dataclasses.replace(view, pods=pods)
-    if isinstance(event, ev.NodeDrained):
+    if isinstance(event, drain_events.NodeDrained):
         node = _node(view, event.node)
         return _with_node(
             view, dataclasses.replace(node, state=NodeState.DRAINED, evicted=event.evicted, seconds=event.seconds)
         )
-    if isinstance(event, ev.NodeDrainFailed):
+    if isinstance(event, drain_events.NodeDrainFailed):
         node = _node(view, event.node)
         failed = dataclasses.replace(
             node, state=NodeState.FAILED, cordoned=event.cordoned, reasons=event.reasons, pending=event.pending
         )
         return _with_node(view, failed)
-    if isinstance(event, ev.BatchStarted):
+    if isinstance(event, drain_events.BatchStarted):
         return dataclasses.replace(view, batch=event.index, waiting_for=())
-    if isinstance(event, ev.WaitingForWorkloads):
+    if isinstance(event, drain_events.WaitingForWorkloads):
         return dataclasses.replace(view, waiting_for=event.workloads)
-    if isinstance(event, ev.WorkloadsAvailable):
+    if isinstance(event, drain_events.WorkloadsAvailable):
         return dataclasses.replace(view, waiting_for=())
-    if isinstance(event, surge_ev.SurgesPlanned):
+    if isinstance(event, surge_events.SurgesPlanned):
         return dataclasses.replace(view, surge_plan=event.surges)
-    if isinstance(event, surge_ev.SurgeSkipped):
+    if isinstance(event, surge_events.SurgeSkipped):
         not_surged = dict(view.not_surged)
         for ref in event.pods:
             not_surged[str(ref)] = event.reason
         return dataclasses.replace(view, not_surged=not_surged)
-    if isinstance(event, surge_ev.SurgeStarted | surge_ev.SurgeReady):
+    if isinstance(event, surge_events.SurgeStarted | surge_events.SurgeReady):
         surging = dict(view.surging)
         surging[str(event.workload)] = event.replicas
         return dataclasses.replace(view, surging=surging)
-    if isinstance(event, surge_ev.SurgeRestored):
+    if isinstance(event, surge_events.SurgeRestored):
         surging = dict(view.surging)
         surging.pop(str(event.workload), None)
         return dataclasses.replace(view, surging=surging, restored=(*view.restored, event))
     if isinstance(event, PdbPodsUnhealthy):
         return dataclasses.replace(view, pdb_pods=with_pdb_pods(view.pdb_pods, event))
-    if isinstance(event, ev.DrainFinished):
+    if isinstance(event, drain_events.DrainFinished):
         return dataclasses.replace(view, finished=event, waiting_for=())
     return view

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubectl_rollout.jobs.events import eviction as ev
+from kubectl_rollout.jobs.events import eviction as eviction_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 
 
@@ -30,7 +30,7 @@ FINAL_STATES = frozenset({PodState.GONE, PodState.REPLACED, PodState.FAILED})
 class Blocker:
     """Why a pod's eviction waits, as the last refusal said."""
 
-    reason: ev.BlockReason
+    reason: eviction_events.BlockReason
     message: str
     pdb: str | None = None
     healthy: int | None = None
@@ -54,7 +54,14 @@ class PodView:
     gone_after: float | None = None
 
 
-POD_EVENTS = (ev.EvictionStarted, ev.EvictionBlocked, ev.PodEvicted, ev.PodGone, ev.PodSkippedWaiting, ev.PodFailed)
+POD_EVENTS = (
+    eviction_events.EvictionStarted,
+    eviction_events.EvictionBlocked,
+    eviction_events.PodEvicted,
+    eviction_events.PodGone,
+    eviction_events.PodSkippedWaiting,
+    eviction_events.PodFailed,
+)
 
 
 def fold_pod_into(pods: dict[str, PodView], event: Event) -> bool:
@@ -104,9 +111,9 @@ def _with(
 
 
 def _next(view: PodView, event: Event) -> PodView:
-    if isinstance(event, ev.EvictionStarted):
+    if isinstance(event, eviction_events.EvictionStarted):
         return _with(view, PodState.EVICTING, attempts=max(view.attempts, event.attempt), blocker=view.blocker)
-    if isinstance(event, ev.EvictionBlocked):
+    if isinstance(event, eviction_events.EvictionBlocked):
         blocker = Blocker(
             reason=event.reason,
             message=event.message,
@@ -119,20 +126,20 @@ def _next(view: PodView, event: Event) -> PodView:
             retry_after=event.retry_after,
         )
         return _with(view, PodState.BLOCKED, attempts=max(view.attempts, event.attempts), blocker=blocker)
-    if isinstance(event, ev.PodEvicted):
+    if isinstance(event, eviction_events.PodEvicted):
         return _with(view, PodState.TERMINATING)
-    if isinstance(event, ev.PodGone):
+    if isinstance(event, eviction_events.PodGone):
         return _with(view, PodState.GONE, gone_after=event.after)
-    if isinstance(event, ev.PodSkippedWaiting):
+    if isinstance(event, eviction_events.PodSkippedWaiting):
         return _with(view, PodState.GONE)
-    if isinstance(event, ev.PodFailed):
+    if isinstance(event, eviction_events.PodFailed):
         return _with(view, PodState.FAILED, failure=event.reason)
     return view
 
 
 def with_pdb_pods(
-    known: Mapping[str, ev.PdbPodsUnhealthy], event: ev.PdbPodsUnhealthy
-) -> Mapping[str, ev.PdbPodsUnhealthy]:
+    known: Mapping[str, eviction_events.PdbPodsUnhealthy], event: eviction_events.PdbPodsUnhealthy
+) -> Mapping[str, eviction_events.PdbPodsUnhealthy]:
     """The unhealthy pods per PDB after ``event`` (the newest report of a PDB replaces the one before)."""
     changed = dict(known)
     changed[event.pdb] = event

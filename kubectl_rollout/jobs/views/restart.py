@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kubectl_rollout.jobs.events import restart as ev
+from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import Envelope, Event, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, with_pdb_pods
@@ -30,8 +30,8 @@ class RestartView:
     #: why the first eviction waits (mid-rollout, degraded); empty once it started
     waiting_to_start: str = ""
     #: the pod whose replacement is awaited, with the workload's ready/desired counts
-    waiting_for: ev.WaitingForReplacement | None = None
-    finished: ev.RestartFinished | None = None
+    waiting_for: restart_events.WaitingForReplacement | None = None
+    finished: restart_events.RestartFinished | None = None
     #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
     pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -61,7 +61,7 @@ def fold(view: RestartView, envelope: Envelope) -> RestartView:
 
 
 def _fold_restart(view: RestartView, event: Event) -> RestartView:
-    if isinstance(event, ev.RestartPlanned):
+    if isinstance(event, restart_events.RestartPlanned):
         refs = [PodRef(namespace=event.namespace, name=name) for name in event.pods]
         pods = dict(view.pods)
         for ref in refs:
@@ -74,17 +74,17 @@ def _fold_restart(view: RestartView, event: Event) -> RestartView:
             pods=pods,
             already_replaced=event.already_replaced,
         )
-    if isinstance(event, ev.WaitingToStart):
+    if isinstance(event, restart_events.WaitingToStart):
         return dataclasses.replace(view, waiting_to_start=event.reason)
-    if isinstance(event, ev.WaitingForReplacement):
+    if isinstance(event, restart_events.WaitingForReplacement):
         return dataclasses.replace(view, waiting_for=event, waiting_to_start="")
-    if isinstance(event, ev.PodReplaced):
+    if isinstance(event, restart_events.PodReplaced):
         pods = dict(view.pods)
         key = str(event.pod)
         pods[key] = dataclasses.replace(pods.get(key) or PodView(pod=event.pod), state=PodState.REPLACED)
         return dataclasses.replace(view, pods=pods, waiting_for=None)
     if isinstance(event, PdbPodsUnhealthy):
         return dataclasses.replace(view, pdb_pods=with_pdb_pods(view.pdb_pods, event))
-    if isinstance(event, ev.RestartFinished):
+    if isinstance(event, restart_events.RestartFinished):
         return dataclasses.replace(view, finished=event, waiting_for=None, waiting_to_start="")
     return view

@@ -3,7 +3,8 @@
 A top-level screen is registered here by where it lives (``"module:Class"``) and imported
 when first shown. To add a top-level screen, add a ``TopScreen``; its key
 switches to it and the command palette lists it. The screen of a job kind is
-that kind's fact (``JobKindFacts.screen``).
+that kind's fact (``JobKindFacts.screen``). The modal dialogs the screens open
+(confirm, help, a drain plan, ...) live in ``dialogs/``.
 """
 
 from __future__ import annotations

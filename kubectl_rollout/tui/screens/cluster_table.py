@@ -26,7 +26,7 @@ from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.spec import Connection
 from kubectl_rollout.tui.agent_calls import CallRunner
 from kubectl_rollout.tui.cluster_scope import ClusterScope
-from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar
 from kubectl_rollout.tui.widgets.live_table import Cell, LiveTable
 

@@ -100,7 +100,7 @@ class JobScreen(LiveScreen):
         self.dismiss(None)
 
     async def action_cancel(self) -> None:
-        from kubectl_rollout.tui.screens.confirm import ConfirmScreen
+        from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 
         view = self.view
         question = (

@@ -23,7 +23,7 @@ from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.spec import DrainJob, JobKind, JobSpec
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen
-from kubectl_rollout.tui.widgets.drain_plan_dialog import DrainPlanDialog
+from kubectl_rollout.tui.screens.dialogs.drain_plan import DrainPlanDialog
 from kubectl_rollout.tui.widgets.live_table import Cell
 
 VERDICT_STYLE = {

@@ -26,9 +26,9 @@ from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.jobs.spec import ActionKind, JobKind, JobSpec, RestartJob, RolloutAction
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen
-from kubectl_rollout.tui.widgets.image_form import ImageForm
+from kubectl_rollout.tui.screens.dialogs.image_form import ImageForm
+from kubectl_rollout.tui.screens.dialogs.revision import RevisionDialog, revision_label
 from kubectl_rollout.tui.widgets.live_table import Cell
-from kubectl_rollout.tui.widgets.revision_dialog import RevisionDialog, revision_label
 
 PHASE_STYLE = {
     "Complete": "green",

@@ -1,6 +1,7 @@
-"""The Drain screen: the job's nodes, every pod it evicts with its state, and why blocked pods wait.
+"""The screen of a job that evicts pods: every pod with its state, per node, and why blocked pods wait.
 
-Also shows a restart by eviction (the same pod states, without nodes).
+It shows a drain (its nodes, then the pods each node sheds) and a restart by
+eviction (the same pod states, each pod ending replaced, without nodes).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def node_row(node: NodeView) -> tuple[Cell, ...]:
     )
 
 
-class DrainScreen(JobScreen):
+class EvictionsScreen(JobScreen):
     HELP_TEXT = (
         "A drain: its nodes (cordoned, draining, drained, failed) and every pod it evicts: pending, queued (its "
         "node is draining), evicting, blocked (the PDB and its healthy/needed counts, the next try), terminating, "
