@@ -10,8 +10,8 @@ driver's Lease meanwhile, so no driver, ``apply`` or ``scale`` moves the count
 under it.
 
 The drain may not import the rollout package (the layers of DESIGN.md keep
-drain and rollout apart), so the few names of the record it reads are named
-here; tests/unit/test_managed_surge.py checks them against the rollout package's own.
+drain and rollout apart): the names of the record it reads are both packages'
+own, in ``kube.record_names``.
 """
 
 from __future__ import annotations
@@ -25,12 +25,8 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import RECORD_PREFIX, WORKLOAD_LABEL, driver_lease_name, record_name
 from kubectl_rollout.kube.workload_lease import WorkloadLease
-
-#: the record ConfigMap's name is this prefix and the workload's; so is its driver's Lease (rollout.record)
-RECORD_PREFIX = "rollout-plus."
-#: the label on every ReplicaSet of a managed workload, naming it (rollout.record.WORKLOAD_LABEL)
-WORKLOAD_LABEL = "rollout-plus.kubectl.io/workload"
 
 
 def workload_of(owner_kind: str, owner_name: str) -> str | None:
@@ -46,7 +42,7 @@ def driver_lease(cluster: Cluster, namespace: str, name: str, *, purpose: str = 
         cluster,
         namespace,
         name,
-        lease_name=RECORD_PREFIX + name,
+        lease_name=driver_lease_name(name),
         subject=f"managed workload {namespace}/{name} is being driven",
         advice="the drain waits for its PDB",
         purpose=purpose,
@@ -75,7 +71,7 @@ class ManagedWorkload:
 def read_managed(cluster: Cluster, namespace: str, name: str) -> ManagedWorkload | None:
     """The record and the ReplicaSets it controls; None when the record is gone."""
     try:
-        record = call_with_retry(cluster.core.read_namespaced_config_map, RECORD_PREFIX + name, namespace)
+        record = call_with_retry(cluster.core.read_namespaced_config_map, record_name(name), namespace)
     except ApiException as err:
         if err.status == 404:
             return None
