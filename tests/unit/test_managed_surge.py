@@ -1,4 +1,4 @@
-"""``drain --surge`` of a managed workload (kubectl_rollout.drain.managed_workload): whether it is steady
+"""``drain --surge`` of a managed workload (kubectl_rollout.drain.surge.managed): whether it is steady
 enough to surge, pure tables; and the record format the drain reads, checked against the rollout package
 that writes it."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from kubectl_rollout.drain.managed_workload import managed_from, steady_replica_set, why_not_steady, workload_of
+from kubectl_rollout.drain.surge.managed import managed_from, steady_replica_set, why_not_steady, workload_of
 from kubectl_rollout.kube.record_names import record_name
 from kubectl_rollout.rollout import record
 from kubectl_rollout.rollout.spec import parse_workload

@@ -1,7 +1,7 @@
 """Carrying out ``drain --surge`` for one node (or one ``--node-batch``): look, raise, wait, lower, restore.
 
-The decision is ``surge.decide``; the record that makes it crash-safe is
-``surge_record``. Here is the I/O between them:
+The decision is ``decision.decide``; the record that makes it crash-safe is
+``record``. Here is the I/O between them:
 
 1. look at each owner of the pods to remove (its kind, count, PDB room,
    HorizontalPodAutoscaler, GitOps marks, a leftover record);
@@ -19,7 +19,7 @@ The decision is ``surge.decide``; the record that makes it crash-safe is
 4. at the end (whatever happened), restore the original count and remove the record.
 
 A Deployment's count is its own ``spec.replicas``. A managed workload's is its
-one ReplicaSet's (``managed_workload``): the drain raises that ReplicaSet only
+one ReplicaSet's (``managed``): the drain raises that ReplicaSet only
 when no rollout is under way, and holds the workload's rollout-driver Lease
 from before the raise until after the restore, so no driver, ``apply`` or
 ``scale`` sets the count meanwhile. Its Kubernetes Events go on that
@@ -39,15 +39,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.drain.managed_workload import (
-    ManagedWorkload,
-    driver_lease,
-    read_managed,
-    steady_replica_set,
-    workload_of,
-)
-from kubectl_rollout.drain.pdb_recount import BudgetKey, clear_count, clear_left_by, note_count
-from kubectl_rollout.drain.surge import (
+from kubectl_rollout.drain.surge.decision import (
     SurgeDecision,
     SurgeMax,
     WorkloadFacts,
@@ -56,7 +48,15 @@ from kubectl_rollout.drain.surge import (
     gitops_marker,
     lowered_replicas,
 )
-from kubectl_rollout.drain.surge_record import (
+from kubectl_rollout.drain.surge.managed import (
+    ManagedWorkload,
+    driver_lease,
+    read_managed,
+    steady_replica_set,
+    workload_of,
+)
+from kubectl_rollout.drain.surge.pdb_recount import BudgetKey, clear_count, clear_left_by, note_count
+from kubectl_rollout.drain.surge.record import (
     DEPLOYMENT,
     KINDS,
     REPLICA_SET,
@@ -69,8 +69,8 @@ from kubectl_rollout.drain.surge_record import (
     restore,
     set_count,
 )
-from kubectl_rollout.drain.surge_record import leftovers as recorded_leftovers
-from kubectl_rollout.drain.workload_events import record_workload_event
+from kubectl_rollout.drain.surge.record import leftovers as recorded_leftovers
+from kubectl_rollout.drain.surge.workload_events import record_workload_event
 from kubectl_rollout.eviction.pdb_watch import PdbWatch
 from kubectl_rollout.jobs.events import surge as ev
 from kubectl_rollout.jobs.events.base import Emit, PodRef
@@ -572,7 +572,7 @@ class SurgeSession:
         )
 
     def _begin(self, kind: RecordedKind, obj: Any, *, original: int, added: int) -> Any | None:
-        """Record and raise (``surge_record.begin``); the object as it was raised, or None if its count or
+        """Record and raise (``record.begin``); the object as it was raised, or None if its count or
         record changed since the drain looked. Its controller writing its status meanwhile (a scale just
         restored is still settling) changes only the resourceVersion: read again and retry."""
         for _ in range(5):
