@@ -6,7 +6,7 @@ Named once, here below both, because drain and rollout may not import each other
   (``rollout.record`` writes it); its rollout driver's Lease has the same name,
   and each of its ReplicaSets carries the label ``rollout-plus.kubectl.io/workload=NAME``.
   A drain that surges a managed workload reads that record, lists those
-  ReplicaSets and holds that Lease (``drain.surge.managed``);
+  ReplicaSets and holds that Lease (``drain.surge.managed``, ``drain.surge.leases``);
 - a ``drain --surge`` record is three labels on the object whose count the drain
   raised (a Deployment, or a managed workload's ReplicaSet; ``drain.surge.record``).
   A managed workload's driver drops them when it sets that ReplicaSet's count

@@ -29,8 +29,8 @@ from plugin import events, run_plugin
 from timeline import Timeline
 from watching import Follower
 
+from kubectl_rollout.drain.surge.leases import surge_lease
 from kubectl_rollout.drain.surge.pdb_recount import SURGE_COUNT
-from kubectl_rollout.drain.surge.session import surge_lease
 from kubectl_rollout.kube import record_names
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.workload_lease import expires_at

@@ -149,6 +149,29 @@ def begin(cluster: Cluster, obj: Any, *, added: int, drain: str, kind: RecordedK
     return _json_patch(cluster, kind, obj.metadata.namespace, obj.metadata.name, operations)
 
 
+def begin_unless_moved(
+    cluster: Cluster, obj: Any, *, original: int, added: int, drain: str, kind: RecordedKind = DEPLOYMENT
+) -> Any | None:
+    """Record and raise (``begin``); the object as it was raised, or None if its count or record changed
+    since the drain looked. Its controller writing its status meanwhile (a scale just restored is still
+    settling) changes only the resourceVersion: read again and retry."""
+    for _ in range(5):
+        try:
+            begin(cluster, obj, added=added, drain=drain, kind=kind)
+            return obj
+        except CountChanged:
+            try:
+                obj = kind.read(cluster, obj.metadata.namespace, obj.metadata.name)
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
+            if replicas != original or record_of(obj, kind) is not None:
+                return None
+    return None
+
+
 def set_count(
     cluster: Cluster, namespace: str, name: str, *, expected: int, replicas: int, kind: RecordedKind = DEPLOYMENT
 ) -> Any:
@@ -218,7 +241,7 @@ def restore(
     raise CountChanged(f"{kind.kind.lower()} {namespace}/{name}")
 
 
-def leftovers(cluster: Cluster, kind: RecordedKind = DEPLOYMENT) -> list[SurgeRecord]:
+def list_records(cluster: Cluster, kind: RecordedKind = DEPLOYMENT) -> list[SurgeRecord]:
     """Every surge record on objects of ``kind`` in the cluster (one request): what killed drains left behind."""
     records = [record_of(obj, kind) for obj in kind.list_labelled(cluster, SURGE_ORIGINAL)]
     return sorted((r for r in records if r is not None), key=lambda r: (r.namespace, r.name))
