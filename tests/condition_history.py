@@ -12,7 +12,7 @@ from typing import Any
 from watching import Follower
 
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.rollout.record import record_name
+from kubectl_rollout.kube.record_names import record_name
 
 
 class ConditionHistory(Follower):

@@ -35,8 +35,9 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.label_selectors import selector_to_string
 from kubectl_rollout.kube.permissions import Permission, require
 from kubectl_rollout.kube.pods import controller_of, is_ready
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL
 from kubectl_rollout.rollout import operations, replica_sets
-from kubectl_rollout.rollout.record import MANAGED_BY, MANAGER, WORKLOAD_LABEL, from_config_map
+from kubectl_rollout.rollout.record import MANAGED_BY, MANAGER, from_config_map
 from kubectl_rollout.rollout.record import read as read_record
 from kubectl_rollout.rollout.state import rollout_phase, status_message
 

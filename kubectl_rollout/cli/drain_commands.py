@@ -51,7 +51,7 @@ def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 def _surge_max(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    from kubectl_rollout.drain.surge import parse_surge_max
+    from kubectl_rollout.drain.surge.decision import parse_surge_max
 
     try:
         parse_surge_max(value)

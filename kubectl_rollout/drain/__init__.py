@@ -1,1 +1,1 @@
-"""Draining nodes: kubectl's pod filters, cordoning, node batches and Events on the node."""
+"""Draining nodes: kubectl's pod filters, cordoning, node batches and Events on the node; ``surge/``: --surge."""

@@ -37,8 +37,9 @@ from kubectl_rollout.drain.pod_filters import (
     summarize_errors,
     summarize_warnings,
 )
-from kubectl_rollout.drain.surge import parse_surge_max
-from kubectl_rollout.drain.surge_scaling import SurgeSession, restore_leftovers
+from kubectl_rollout.drain.surge.decision import parse_surge_max
+from kubectl_rollout.drain.surge.leftovers import restore_leftovers
+from kubectl_rollout.drain.surge.session import SurgeSession
 from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go

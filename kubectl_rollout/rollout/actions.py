@@ -21,12 +21,13 @@ from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, JobResult, JobSp
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.permissions import require
+from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.kube.workload_lease import refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.driver import RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.permissions import rollout_permissions
-from kubectl_rollout.rollout.record import read, record_name
+from kubectl_rollout.rollout.record import read
 
 __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action", "run_rollout_job"]
 
@@ -96,7 +97,7 @@ def _run(
         )
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
-    refuse_while_held_for_a_purpose(cluster, namespace, record_name(action.workload))
+    refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")

@@ -19,18 +19,11 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.kube.serialization import to_plain
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.rollout import replica_sets
-from kubectl_rollout.rollout.record import (
-    WORKLOAD_LABEL,
-    Record,
-    exists,
-    read,
-    record_name,
-    save_spec,
-    save_status,
-)
+from kubectl_rollout.rollout.record import Record, exists, read, save_spec, save_status
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus
 from kubectl_rollout.rollout.template_hash import template_identity

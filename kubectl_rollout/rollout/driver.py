@@ -28,6 +28,7 @@ from kubectl_rollout.jobs.views.rollout import rows_after
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, driver_lease_name, record_name
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
 from kubectl_rollout.rollout import operations, replica_sets
@@ -45,16 +46,7 @@ from kubectl_rollout.rollout.plan import (
     split,
 )
 from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
-from kubectl_rollout.rollout.record import (
-    WORKLOAD_LABEL,
-    Record,
-    StaleRecord,
-    from_config_map,
-    read,
-    record_name,
-    save_spec,
-    save_status,
-)
+from kubectl_rollout.rollout.record import Record, StaleRecord, from_config_map, read, save_spec, save_status
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import (
     FAILED_RS_CREATE,
@@ -165,7 +157,7 @@ class RolloutDriver:
             self.namespace,
             self.name,
             self.lease_holder,
-            lease_name=record_name(self.name),
+            lease_name=driver_lease_name(self.name),
             subject=f'managed workload "{self.name}" is being driven',
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )

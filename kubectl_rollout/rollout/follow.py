@@ -19,12 +19,13 @@ from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
 from kubectl_rollout.rollout import replica_sets
 from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
 from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
-from kubectl_rollout.rollout.record import WORKLOAD_LABEL, from_config_map, record_name
+from kubectl_rollout.rollout.record import from_config_map
 from kubectl_rollout.rollout.state import RolloutStatus, rollout_phase, status_message
 
 #: at least this long between two attempts to take the lease over

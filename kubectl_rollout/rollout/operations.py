@@ -28,17 +28,16 @@ from kubectl_rollout.kube.api_bounds import INT32_MAX
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.rollout import replica_sets
 from kubectl_rollout.rollout.plan import annotations_after_undo
 from kubectl_rollout.rollout.progress_events import condition_changes
 from kubectl_rollout.rollout.record import (
     CHANGE_CAUSE,
-    WORKLOAD_LABEL,
     Record,
     StaleRecord,
     WorkloadNotFound,
     read,
-    record_name,
     save_spec,
     save_status,
 )

@@ -19,14 +19,13 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.rollout.server_defaults import defaulted_template
 from kubectl_rollout.rollout.spec import InvalidManifest, WorkloadSpec, parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus, Target
 
-RECORD_PREFIX = "rollout-plus."
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "kubectl-rollout-plus"
-WORKLOAD_LABEL = "rollout-plus.kubectl.io/workload"
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 #: progressDeadlineSeconds of math.MaxInt32 means no deadline at all (HasProgressDeadline)
 NO_DEADLINE = 2**31 - 1
@@ -34,10 +33,6 @@ NO_DEADLINE = 2**31 - 1
 
 class WorkloadNotFound(UserFacingError):
     pass
-
-
-def record_name(name: str) -> str:
-    return RECORD_PREFIX + name
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.jobs.events.rollout import ReplicaSetRow
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import SURGE_LABELS, WORKLOAD_LABEL
 from kubectl_rollout.kube.serialization import to_plain
-from kubectl_rollout.kube.surge_labels import SURGE_LABELS
 from kubectl_rollout.rollout.plan import ManagedReplicaSet, annotations_to_copy, revision_history, surge_annotation
-from kubectl_rollout.rollout.record import WORKLOAD_LABEL, Record
+from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.server_defaults import defaulted_template
 from kubectl_rollout.rollout.state import REPLICA_FAILURE, Condition, ReplicaSetView
 from kubectl_rollout.rollout.template_hash import HASH_LABEL, pod_template_hash, template_identity, without_hash_label
@@ -217,7 +217,7 @@ def create(cluster: Cluster, record: Record, *, replicas: int, revision: int, co
 def scale(cluster: Cluster, record: Record, name: str, replicas: int) -> None:
     """Set a ReplicaSet's count, with the controller's desired-/max-replicas annotations.
 
-    It also drops a ``drain --surge`` record left on it (``kube.surge_labels``): a driver holds the workload's
+    It also drops a ``drain --surge`` record left on it (``kube.record_names``): a driver holds the workload's
     Lease, which a live surging drain would hold, so the record is a killed drain's, and the count the driver
     sets now is the one to keep; a later restore then finds nothing to put back.
     """

@@ -23,7 +23,8 @@ from typing import Any
 from kubectl_rollout.kube.api_bounds import INT32_MAX
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.label_selectors import selector_matches_dict
-from kubectl_rollout.kube.names import DNS_SUBDOMAIN
+from kubectl_rollout.kube.names import DNS_SUBDOMAIN, MAX_NAME_LENGTH
+from kubectl_rollout.kube.record_names import RECORD_PREFIX
 
 _PERCENT = re.compile(r"^(\d+)%$")
 
@@ -164,7 +165,7 @@ def _require_deployment(document: Mapping[str, Any], name: str) -> None:
 
 def _check_name(name: str, errors: list[str]) -> None:
     # The record is a ConfigMap named rollout-plus.NAME, which must be a valid name too.
-    longest = 253 - len("rollout-plus.")
+    longest = MAX_NAME_LENGTH - len(RECORD_PREFIX)
     if not name:
         errors.append("metadata.name: Required value: name is required")
     elif len(name) > longest or not DNS_SUBDOMAIN.match(name):

@@ -35,13 +35,13 @@ from kubectl_rollout.agent.client import agent_running, connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
 from kubectl_rollout.agent.settings import ENV_IDLE, ENV_STALL
-from kubectl_rollout.drain import surge_record
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import BatchStarted, NodeCordoned
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodGone
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.events.surge import SurgeRestored, SurgeStarted
 from kubectl_rollout.jobs.spec import Connection, DrainJob, DrainOptions, JobKind, JobSpec
+from kubectl_rollout.kube import record_names
 from kubectl_rollout.kube.cluster_access import Cluster
 
 OPERATOR = "rollout-plus-operator"
@@ -609,7 +609,7 @@ def test_a_surge_drain_killed_with_the_agent_after_its_scale_up_is_restored_by_t
         assert _wait_gone(pid, 10)
         raised = cluster.apps.read_namespaced_deployment("web", namespace)
         assert raised.spec.replicas == 2
-        killed_drain = raised.metadata.labels[surge_record.SURGED_BY]
+        killed_drain = raised.metadata.labels[record_names.SURGED_BY]
         # The next client starts a new agent, which resumes the job: it restores the record first.
         with connect(name="test") as agent:
             assert agent.agent["pid"] != pid
@@ -630,7 +630,7 @@ def test_a_surge_drain_killed_with_the_agent_after_its_scale_up_is_restored_by_t
     assert max(counts) == 2, counts
     print(f"\nreplica counts {counts}; resumed run: {[type(e.event).__name__ for e in after]}")
     assert minimum == {"web": 1}
-    assert surge_record.ORIGINAL not in (
+    assert record_names.SURGE_ORIGINAL not in (
         cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels or {}
     )
     assert [p for p in cluster.core.list_namespaced_pod(namespace).items if p.spec.node_name == target] == []

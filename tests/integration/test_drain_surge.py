@@ -29,9 +29,9 @@ from plugin import events, run_plugin
 from timeline import Timeline
 from watching import Follower
 
-from kubectl_rollout.drain import surge_record
-from kubectl_rollout.drain.pdb_recount import SURGE_COUNT
-from kubectl_rollout.drain.surge_scaling import surge_lease
+from kubectl_rollout.drain.surge.leases import surge_lease
+from kubectl_rollout.drain.surge.pdb_recount import SURGE_COUNT
+from kubectl_rollout.kube import record_names
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.workload_lease import expires_at
 from kubectl_rollout.rollout import record as managed_record
@@ -349,10 +349,10 @@ def test_sigkill_leaves_a_record_that_the_next_drain_restores(
 
     assert code == -signal.SIGKILL
     record = surge_labels(cluster, namespace, "web")
-    assert record[surge_record.ORIGINAL] == str(replicas), record
+    assert record[record_names.SURGE_ORIGINAL] == str(replicas), record
     assert replicas_of(cluster, namespace, "web") > replicas
     if kill_after == '"type": "PodEvicted"':  # the count was lowered once, and noted on the PDB
-        assert pdb_note(cluster, namespace, "web").endswith(f"(drain {record[surge_record.SURGED_BY]})")
+        assert pdb_note(cluster, namespace, "web").endswith(f"(drain {record[record_names.SURGED_BY]})")
 
     again = drain(kubeconfig, target, "--surge")
     healthy.settle({"web": replicas})
@@ -362,7 +362,7 @@ def test_sigkill_leaves_a_record_that_the_next_drain_restores(
     leftover = [e for e in by_type(again, "SurgeRestored") if e["leftover"]]
     assert len(leftover) == 1
     assert leftover[0]["replicas"] == replicas
-    assert leftover[0]["drain"] == record[surge_record.SURGED_BY]
+    assert leftover[0]["drain"] == record[record_names.SURGED_BY]
     assert replicas_of(cluster, namespace, "web") == replicas
     assert surge_labels(cluster, namespace, "web") == {}
     assert pdb_note(cluster, namespace, "web") == ""  # the killed drain's note went with its record
@@ -376,7 +376,11 @@ def test_a_record_whose_lease_is_renewed_is_left_alone_without_waiting_the_lease
     """Another drain surging right now: its record stays, and this command does not wait out its 15 s Lease."""
     (node,) = dedicated_nodes(1)
     deploy(cluster, namespace, "web", 2, pool=namespace)
-    labels = {surge_record.ORIGINAL: "1", surge_record.ADDED: "1", surge_record.SURGED_BY: "drain-elsewhere"}
+    labels = {
+        record_names.SURGE_ORIGINAL: "1",
+        record_names.SURGE_ADDED: "1",
+        record_names.SURGED_BY: "drain-elsewhere",
+    }
     cluster.apps.patch_namespaced_deployment("web", namespace, {"metadata": {"labels": labels}})
     lease = surge_lease(cluster, namespace, "web")
     lease.acquire()
@@ -451,7 +455,7 @@ def managed_one_replica(
 
 
 def managed_replica_sets(cluster: Cluster, namespace: str, name: str) -> list[Any]:
-    selector = f"{managed_record.WORKLOAD_LABEL}={name}"
+    selector = f"{record_names.WORKLOAD_LABEL}={name}"
     return list(cluster.apps.list_namespaced_replica_set(namespace, label_selector=selector).items)
 
 
@@ -578,7 +582,7 @@ def test_sigkill_after_a_managed_workloads_scale_up_leaves_a_record_that_is_sett
 
     assert code == -signal.SIGKILL
     record = rs_surge_labels(cluster, namespace, replica_set)
-    assert record[surge_record.ORIGINAL] == "1", record
+    assert record[record_names.SURGE_ORIGINAL] == "1", record
     assert rs_replicas(cluster, namespace, replica_set) == 2
 
     if restorer == "drain":
@@ -587,7 +591,7 @@ def test_sigkill_after_a_managed_workloads_scale_up_leaves_a_record_that_is_sett
         assert result.returncode == 0, result.stderr
         leftover = [e for e in by_type(result, "SurgeRestored") if e["leftover"]]
         assert [(e["workload"]["kind"], e["replicas"], e["drain"]) for e in leftover] == [
-            ("ManagedWorkload", 1, record[surge_record.SURGED_BY])
+            ("ManagedWorkload", 1, record[record_names.SURGED_BY])
         ]
         assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
     elif restorer == "uncordon":

@@ -139,8 +139,8 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
 ) -> None:
     """An agent killed mid-rollout leaves its Lease behind; restarted, it holds Leases under the same identity
     and so drives on at once, where any other driver follows until the Lease lapses."""
+    from kubectl_rollout.kube.record_names import record_name
     from kubectl_rollout.kube.workload_lease import WorkloadLease
-    from kubectl_rollout.rollout.record import record_name
 
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:

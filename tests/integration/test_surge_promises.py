@@ -21,7 +21,7 @@ from integration.test_drain import add_pdb, by_type, node_state, only_schedulabl
 from kubernetes import watch
 from plugin import run_plugin
 
-from kubectl_rollout.drain import surge_record
+from kubectl_rollout.kube import record_names
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.watched_collection import stop_watch
 
@@ -43,7 +43,7 @@ class DeploymentHistory:
 
     def _note(self, deployment: Any) -> None:
         labels = deployment.metadata.labels or {}
-        state = (int(deployment.spec.replicas), labels.get(surge_record.SURGED_BY))
+        state = (int(deployment.spec.replicas), labels.get(record_names.SURGED_BY))
         with self._changed:
             if not self.states or self.states[-1] != state:
                 self.states.append(state)
@@ -215,7 +215,7 @@ def test_a_second_drain_never_surges_a_deployment_another_drain_is_surging(
 
     one = Drain(kubeconfig, first, "--surge", "--timeout", "90s")
     assert one.until("SurgeStarted")["replicas"] == 3
-    record = cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels[surge_record.SURGED_BY]
+    record = cluster.apps.read_namespaced_deployment("web", namespace).metadata.labels[record_names.SURGED_BY]
 
     other = run_plugin("drain", second, "--surge", "--timeout", "2s", "-o", "jsonl", kubeconfig=kubeconfig)
 

@@ -1,6 +1,6 @@
-"""``drain --surge`` of a managed workload (kubectl_rollout.drain.managed_workload): whether it is steady
+"""``drain --surge`` of a managed workload (kubectl_rollout.drain.surge.managed): whether it is steady
 enough to surge, pure tables; and the record format the drain reads, checked against the rollout package
-that writes it (the drain may not import it, so it names the few keys itself)."""
+that writes it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from kubectl_rollout.drain import managed_workload
-from kubectl_rollout.drain.managed_workload import managed_from, steady_replica_set, why_not_steady, workload_of
-from kubectl_rollout.kube import surge_labels
+from kubectl_rollout.drain.surge.managed import managed_from, steady_replica_set, why_not_steady, workload_of
+from kubectl_rollout.kube.record_names import record_name
 from kubectl_rollout.rollout import record
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus
@@ -89,10 +88,7 @@ def test_the_drain_reads_the_record_as_the_rollout_package_writes_it() -> None:
     assert seen.labels == {"argocd.argoproj.io/instance": "shop"}
     assert seen.replica_sets == (ours,)  # controlled by this record only
     assert steady_replica_set(seen, {"web-abc"}) == (ours, "")
-    # the names the drain keeps for itself are the rollout package's
-    assert managed_workload.RECORD_PREFIX == record.RECORD_PREFIX
-    assert managed_workload.WORKLOAD_LABEL == record.WORKLOAD_LABEL
-    assert workload_of("ConfigMap", record.record_name("web")) == "web"
+    assert workload_of("ConfigMap", record_name("web")) == "web"
     assert workload_of("ConfigMap", "settings") is None
     assert workload_of("Deployment", "rollout-plus.web") is None
 
@@ -105,9 +101,3 @@ def test_a_record_that_defaults_the_count_to_one_and_has_no_status_yet_is_not_st
     replica_set, why = steady_replica_set(seen, {"web-abc"})
     assert replica_set is None
     assert "not driven yet" in why
-
-
-def test_the_surge_labels_are_the_ones_the_driver_drops() -> None:
-    from kubectl_rollout.drain import surge_record
-
-    assert (surge_record.ORIGINAL, surge_record.ADDED, surge_record.SURGED_BY) == surge_labels.SURGE_LABELS

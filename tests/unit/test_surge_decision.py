@@ -1,10 +1,10 @@
-"""The surge decision (kubectl_rollout.drain.surge): pure tables."""
+"""The surge decision (kubectl_rollout.drain.surge.decision): pure tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.drain.surge import (
+from kubectl_rollout.drain.surge.decision import (
     SurgeMax,
     WorkloadFacts,
     budget_room,

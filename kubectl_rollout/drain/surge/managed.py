@@ -6,12 +6,12 @@ driver sets their counts from the record while it holds the Lease
 ``rollout-plus.NAME``. The drain surges it by raising its one ReplicaSet
 with pods (the disruption controller measures a PDB over a ReplicaSet that has
 no Deployment owner against that ReplicaSet's own count), and holds the
-driver's Lease meanwhile, so no driver, ``apply`` or ``scale`` moves the count
-under it.
+driver's Lease meanwhile (``leases``), so no driver, ``apply`` or ``scale``
+moves the count under it.
 
 The drain may not import the rollout package (the layers of DESIGN.md keep
-drain and rollout apart), so the few names of the record it reads are named
-here; tests/unit/test_managed_surge.py checks them against the rollout package's own.
+drain and rollout apart): the names of the record it reads are both packages'
+own, in ``kube.record_names``.
 """
 
 from __future__ import annotations
@@ -25,12 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.workload_lease import WorkloadLease
-
-#: the record ConfigMap's name is this prefix and the workload's; so is its driver's Lease (rollout.record)
-RECORD_PREFIX = "rollout-plus."
-#: the label on every ReplicaSet of a managed workload, naming it (rollout.record.WORKLOAD_LABEL)
-WORKLOAD_LABEL = "rollout-plus.kubectl.io/workload"
+from kubectl_rollout.kube.record_names import RECORD_PREFIX, WORKLOAD_LABEL, record_name
 
 
 def workload_of(owner_kind: str, owner_name: str) -> str | None:
@@ -38,19 +33,6 @@ def workload_of(owner_kind: str, owner_name: str) -> str | None:
     if owner_kind != "ConfigMap" or not owner_name.startswith(RECORD_PREFIX):
         return None
     return owner_name[len(RECORD_PREFIX) :]
-
-
-def driver_lease(cluster: Cluster, namespace: str, name: str, *, purpose: str = "") -> WorkloadLease:
-    """The rollout driver's Lease ``rollout-plus.NAME``, as a surging drain takes it (``purpose``: why)."""
-    return WorkloadLease(
-        cluster,
-        namespace,
-        name,
-        lease_name=RECORD_PREFIX + name,
-        subject=f"managed workload {namespace}/{name} is being driven",
-        advice="the drain waits for its PDB",
-        purpose=purpose,
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +57,7 @@ class ManagedWorkload:
 def read_managed(cluster: Cluster, namespace: str, name: str) -> ManagedWorkload | None:
     """The record and the ReplicaSets it controls; None when the record is gone."""
     try:
-        record = call_with_retry(cluster.core.read_namespaced_config_map, RECORD_PREFIX + name, namespace)
+        record = call_with_retry(cluster.core.read_namespaced_config_map, record_name(name), namespace)
     except ApiException as err:
         if err.status == 404:
             return None
@@ -160,3 +142,19 @@ def steady_replica_set(workload: ManagedWorkload, pods_of: Collection[str]) -> t
     if why:
         return None, why
     return next(rs for rs in workload.replica_sets if (rs.spec.replicas or 0) > 0), ""
+
+
+def still_steady(
+    cluster: Cluster, namespace: str, name: str, *, planned: Any | None, pod_replica_sets: Collection[str]
+) -> tuple[Any | None, str]:
+    """A managed workload's ReplicaSet read again once the drain holds the driver's Lease (a driver may
+    have acted between the look and the Lease): (the same ReplicaSet, "") or (None, why not)."""
+    workload = read_managed(cluster, namespace, name)
+    if workload is None or planned is None:
+        return None, "its record was deleted; the drain waits for its PDB"
+    replica_set, why = steady_replica_set(workload, pod_replica_sets)
+    if replica_set is None:
+        return None, f"it is in the middle of a rollout ({why}); the drain waits for its PDB"
+    if replica_set.metadata.name != planned.metadata.name or replica_set.spec.replicas != planned.spec.replicas:
+        return None, "it changed while the drain looked at it; the drain waits for its PDB"
+    return replica_set, ""

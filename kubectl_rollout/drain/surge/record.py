@@ -5,12 +5,13 @@ disruption controller measures a PDB over a ReplicaSet without a Deployment
 owner against that ReplicaSet's own count, so raising it is raising the
 workload). The code is the same for both kinds (``RecordedKind``).
 
-Three labels, written in the same request that raises the replica count (so
-the count is never raised without its record, not even for an instant):
+Three labels (``kube.record_names``), written in the same request that raises
+the replica count (so the count is never raised without its record, not even
+for an instant):
 
-- ``rollout-plus.kubectl.io/surge-original-replicas``: the count before the surge;
-- ``rollout-plus.kubectl.io/surge-added``: how many replicas the surge added;
-- ``rollout-plus.kubectl.io/surge-by``: the id of the drain job that surged.
+- ``SURGE_ORIGINAL``: the count before the surge;
+- ``SURGE_ADDED``: how many replicas the surge added;
+- ``SURGED_BY``: the id of the drain job that surged.
 
 Labels rather than annotations: a Deployment's annotations bump its
 generation and are copied onto its ReplicaSets (a stale copy would outlive
@@ -36,9 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.surge_labels import ADDED, ORIGINAL, SURGE_LABELS, SURGED_BY
-
-__all__ = ["ADDED", "ORIGINAL", "SURGED_BY"]
+from kubectl_rollout.kube.record_names import SURGE_ADDED, SURGE_LABELS, SURGE_ORIGINAL, SURGED_BY
 
 
 def _pointer(label: str) -> str:
@@ -97,10 +96,10 @@ class SurgeRecord:
 
 def record_of(obj: Any, kind: RecordedKind = DEPLOYMENT) -> SurgeRecord | None:
     labels = obj.metadata.labels or {}
-    if ORIGINAL not in labels:
+    if SURGE_ORIGINAL not in labels:
         return None
     try:
-        original, added = int(labels[ORIGINAL]), int(labels.get(ADDED, "0"))
+        original, added = int(labels[SURGE_ORIGINAL]), int(labels.get(SURGE_ADDED, "0"))
     except ValueError:
         original, added = -1, 0
     owner = next((ref for ref in obj.metadata.owner_references or [] if ref.controller), None)
@@ -142,12 +141,35 @@ def begin(cluster: Cluster, obj: Any, *, added: int, drain: str, kind: RecordedK
     if not labels_exist:
         operations.append({"op": "add", "path": "/metadata/labels", "value": {}})
     operations += [
-        {"op": "add", "path": _pointer(ORIGINAL), "value": str(original)},
-        {"op": "add", "path": _pointer(ADDED), "value": str(added)},
+        {"op": "add", "path": _pointer(SURGE_ORIGINAL), "value": str(original)},
+        {"op": "add", "path": _pointer(SURGE_ADDED), "value": str(added)},
         {"op": "add", "path": _pointer(SURGED_BY), "value": drain},
         {"op": "replace", "path": "/spec/replicas", "value": original + added},
     ]
     return _json_patch(cluster, kind, obj.metadata.namespace, obj.metadata.name, operations)
+
+
+def begin_unless_moved(
+    cluster: Cluster, obj: Any, *, original: int, added: int, drain: str, kind: RecordedKind = DEPLOYMENT
+) -> Any | None:
+    """Record and raise (``begin``); the object as it was raised, or None if its count or record changed
+    since the drain looked. Its controller writing its status meanwhile (a scale just restored is still
+    settling) changes only the resourceVersion: read again and retry."""
+    for _ in range(5):
+        try:
+            begin(cluster, obj, added=added, drain=drain, kind=kind)
+            return obj
+        except CountChanged:
+            try:
+                obj = kind.read(cluster, obj.metadata.namespace, obj.metadata.name)
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
+            if replicas != original or record_of(obj, kind) is not None:
+                return None
+    return None
 
 
 def set_count(
@@ -219,7 +241,7 @@ def restore(
     raise CountChanged(f"{kind.kind.lower()} {namespace}/{name}")
 
 
-def leftovers(cluster: Cluster, kind: RecordedKind = DEPLOYMENT) -> list[SurgeRecord]:
+def list_records(cluster: Cluster, kind: RecordedKind = DEPLOYMENT) -> list[SurgeRecord]:
     """Every surge record on objects of ``kind`` in the cluster (one request): what killed drains left behind."""
-    records = [record_of(obj, kind) for obj in kind.list_labelled(cluster, ORIGINAL)]
+    records = [record_of(obj, kind) for obj in kind.list_labelled(cluster, SURGE_ORIGINAL)]
     return sorted((r for r in records if r is not None), key=lambda r: (r.namespace, r.name))

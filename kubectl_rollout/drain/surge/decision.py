@@ -1,7 +1,7 @@
 """The surge decision: which workloads get extra replicas before their pods are evicted, and how many.
 
 Pure: numbers and facts in, a decision out; the cluster is read and changed
-elsewhere (``surge_scaling``, ``surge_record``).
+elsewhere (``session``, ``record``).
 
 Why a surge helps, by the disruption controller's arithmetic: a PDB with an
 integer ``minAvailable`` needs that many healthy pods, so extra Ready replicas
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 #: the kinds whose owner can simply run more copies of a pod ("ManagedWorkload": one this plugin manages,
-#: surged through its one ReplicaSet while the drain holds its rollout driver's Lease; see managed_workload)
+#: surged through its one ReplicaSet while the drain holds its rollout driver's Lease; see managed)
 SURGEABLE_KINDS = frozenset({"Deployment", "ManagedWorkload"})
 
 #: by default a surge is bounded only by the workload's pods on the drained nodes: the drain needs room
