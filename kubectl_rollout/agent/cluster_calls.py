@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kubectl_rollout.agent.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
 from kubectl_rollout.agent.protocol import JobInfo, Method
+from kubectl_rollout.jobs.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.spec import Connection, DrainOptions, JobSpec

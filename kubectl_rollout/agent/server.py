@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import dataclasses
 import errno
@@ -41,13 +40,7 @@ from typing import Any
 
 from kubectl_rollout import __version__
 from kubectl_rollout.agent.agent_log import OneLineFormatter, Throttle, capture_stderr, quote_controls
-from kubectl_rollout.agent.cluster_methods import (
-    CLUSTER_METHODS,
-    ClusterMethods,
-    connection_of,
-    namespace_of,
-    workload_claim,
-)
+from kubectl_rollout.agent.cluster_service import CLUSTER_METHODS, ClusterService, as_protocol_errors
 from kubectl_rollout.agent.conflicts import conflict
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.journal import Journal
@@ -72,6 +65,7 @@ from kubectl_rollout.agent.protocol import (
 )
 from kubectl_rollout.agent.request_schema import validate
 from kubectl_rollout.agent.settings import Settings
+from kubectl_rollout.job_loop.cluster_queries.queries import connection_of, namespace_of, workload_claim
 from kubectl_rollout.job_loop.loop import run_job
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
@@ -96,8 +90,6 @@ PID_LOCK_WAIT = 3.0
 MAX_STREAMS = 8
 #: what a ``list`` answer may fill of the line limit (the rest: the envelope around the jobs)
 LIST_BUDGET = MAX_LINE - 64 * 1024
-#: worker threads answering cluster methods; a cluster that never answers holds one each until its bound
-CLUSTER_WORKERS = 8
 #: how long a stopping agent may take before it exits anyway (a worker thread stuck in a cluster call)
 STOP_GRACE = 10.0
 #: accept() errors that mean "no descriptor or buffer free now": the loop retries by itself a second later
@@ -188,11 +180,7 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._force_exit = False
         self.lease_holder = lease_holder_for(paths)
-        self.cluster_methods = ClusterMethods()
-        # Its own pool, not asyncio's default one: asyncio.run() waits for the default pool's threads at exit,
-        # and a thread stuck in a cluster call would keep a stopped agent alive with its pid lock.
-        self._cluster_pool = concurrent.futures.ThreadPoolExecutor(CLUSTER_WORKERS, thread_name_prefix="cluster")
-        self._cluster_busy = 0
+        self.cluster = ClusterService()
         #: called once when the agent starts stopping; the agent process arms its exit watchdog here
         self.on_stop: Callable[[], None] | None = None
 
@@ -223,13 +211,11 @@ class Agent:
             socket_path.unlink(missing_ok=True)
             for connection in list(self.clients):
                 connection.writer.transport.abort()
-        self._cluster_pool.shutdown(wait=False, cancel_futures=True)
-        if self._cluster_busy:
+        unanswered = self.cluster.busy
+        if not self.cluster.stop():
             # Closing a connection a stuck call holds could wait for that call: the process exit closes it.
-            log.info("stopping with %d cluster call(s) unanswered; exiting without waiting", self._cluster_busy)
+            log.info("stopping with %d cluster call(s) unanswered; exiting without waiting", unanswered)
             self._force_exit = True
-        else:
-            self.cluster_methods.close()
         if self.live:
             log.info(
                 "stopping with %d job(s) running (%s); they resume when the agent starts again",
@@ -448,7 +434,7 @@ class Agent:
                 )
                 return reply, stream
             if message.method in CLUSTER_METHODS:
-                result = await self._cluster_call(message.method, params)
+                result = await self.cluster.call(message.method, params, self._claims())
             else:
                 result = self._call(connection, message.method, params)
             connection.greeted = connection.greeted or message.method == Method.HELLO
@@ -590,38 +576,16 @@ class Agent:
             log.info("job %s: %s", job.id, "paused" if paused else "resumed")
         return self._info(params).as_dict()
 
-    # --- the cluster (cluster_methods) ----------------------------------------------------
+    # --- the cluster (cluster_service) ----------------------------------------------------
 
     def _claims(self) -> dict[str, str]:
         """What the running jobs drive: claim → job id."""
         return {claim: job.id for job in self.live.values() for claim in job.claims}
 
-    async def _cluster_call(self, method: str, params: dict[str, Any]) -> Any:
-        """A cluster method, answered from a worker thread: the loop goes on serving job streams meanwhile."""
-        held = self._claims()
-        if method == Method.UNCORDON:
-            connection = connection_of(params)
-            node = params["node"]
-            other = held.get(node_claim(connection.context, node))
-            if other is not None:
-                raise ProtocolError(
-                    ErrorCode.CONFLICT,
-                    f"job {other} is draining node/{node}; uncordoning it now would let pods back while they are "
-                    f"evicted. Cancel the drain first (`{command('jobs', 'cancel', other)}`); nothing was changed",
-                    {"job": other, "object": f"node/{node}"},
-                )
-        assert self._loop is not None
-        self._cluster_busy += 1
-        try:
-            return await self._loop.run_in_executor(
-                self._cluster_pool, self.cluster_methods.handle, method, params, held
-            )
-        finally:
-            self._cluster_busy -= 1
-
     def _abort(self, params: dict[str, Any]) -> dict[str, Any]:
         """Cancel the job that drives a managed workload's rollout: it stops after its current step."""
-        connection = connection_of(params)
+        with as_protocol_errors():
+            connection = connection_of(params)
         name = params["workload"]
         namespace = namespace_of(params, connection)
         job_id = self._claims().get(workload_claim(connection, namespace, "workload", name))

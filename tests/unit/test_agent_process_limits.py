@@ -38,7 +38,7 @@ from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobSpec
 
 WAIT = 30.0
 #: the agent's bound on one cluster call, in seconds, raised here so that calls to a silent server hang
-#: for the whole test (agent/cluster_methods.py's ENV_CALL_TIMEOUT)
+#: for the whole test (agent/cluster_service.py's ENV_CALL_TIMEOUT)
 ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
 
 

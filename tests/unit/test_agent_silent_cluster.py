@@ -26,7 +26,7 @@ from kubeconfigs import write_kubeconfig
 
 from kubectl_rollout.agent import cluster_calls
 from kubectl_rollout.agent.client import agent_running, connect
-from kubectl_rollout.agent.cluster_methods import ENV_CALL_TIMEOUT
+from kubectl_rollout.agent.cluster_service import ENV_CALL_TIMEOUT
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode
