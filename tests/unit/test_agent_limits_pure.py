@@ -210,7 +210,7 @@ def test_a_client_reading_a_line_past_the_limit_says_so_in_one_error(tmp_path: P
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
-    client = AgentClient(ours, AgentPaths(runtime_dir=tmp_path, state_dir=tmp_path))
+    client = AgentClient.over_socket(ours, AgentPaths(runtime_dir=tmp_path, state_dir=tmp_path))
     try:
         with pytest.raises(AgentError) as caught:
             client.jobs()

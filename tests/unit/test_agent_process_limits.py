@@ -27,9 +27,15 @@ from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
 from watching import eventually
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.async_client import AsyncAgentClient
-from kubectl_rollout.agent.client import ENV_HELLO_TIMEOUT, agent_pid, agent_running, connect, hello_timeout
+from kubectl_rollout.agent.client import (
+    ENV_HELLO_TIMEOUT,
+    AsyncAgentClient,
+    agent_pid,
+    agent_running,
+    cluster_calls,
+    connect,
+    hello_timeout,
+)
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError

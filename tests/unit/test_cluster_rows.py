@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubectl_rollout.agent import cluster_calls
+from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.protocol import Method
 from kubectl_rollout.jobs.cluster_rows import (
     ConditionRow,

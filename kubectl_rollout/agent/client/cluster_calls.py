@@ -1,10 +1,9 @@
 """The agent's cluster methods as data: which method, which params, and how to read the answer.
 
-One ``Call`` per request, built here once and run by any client: the
-synchronous ``AgentClient.run(call)`` and the TUI's asyncio link alike send
-``call.method`` with ``call.params`` and hand the result to ``call.parse``.
-So both clients speak the same params and read the same rows, and neither
-knows the other. Standard library and ``jobs`` only (the TUI imports it).
+One ``Call`` per request, built here once: ``AsyncAgentClient.run(call)`` (and
+so the synchronous ``AgentClient.run(call)`` over it) sends ``call.method``
+with ``call.params`` and hands the result to ``call.parse``. Standard library
+and ``jobs`` only (the TUI imports it).
 """
 
 from __future__ import annotations
