@@ -39,12 +39,12 @@ from kubectl_rollout.agent.client import (
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
-from kubectl_rollout.agent.server import MAX_STREAMS
+from kubectl_rollout.agent.transport.server import MAX_STREAMS
 from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobSpec
 
 WAIT = 30.0
 #: the agent's bound on one cluster call, in seconds, raised here so that calls to a silent server hang
-#: for the whole test (agent/cluster_service.py's ENV_CALL_TIMEOUT)
+#: for the whole test (agent/transport/cluster_service.py's ENV_CALL_TIMEOUT)
 ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
 
 
