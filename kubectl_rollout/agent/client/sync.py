@@ -3,15 +3,18 @@
 Each call is one ``run_until_complete`` on the client's own loop, and each
 event of an attached stream one more, so the protocol, the timeouts and the
 error messages are ``core``'s, written once. The loop lives as long as the
-client and runs only while a call does: no thread, no signal handler of its
-own, so Ctrl-C (``cli.interruptible.CtrlC``) interrupts a blocking wait as it
-would a socket read. Not thread-safe: one caller at a time (any thread, but
-not one that runs an event loop already).
+client and runs only while a call does, in the caller's thread: no thread
+and no signal handler of its own, so Ctrl-C (``cli.interruptible.CtrlC``)
+interrupts a blocking wait as it would a socket read. A caller inside a
+running event loop (a test's coroutine) cannot nest another there: its calls
+run the client's loop on a thread for the call, and it waits, as it would on
+a socket. Not thread-safe: one caller at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping
@@ -41,7 +44,7 @@ class AgentClient:
     ) -> AgentClient:
         """A client over a connected socket, not greeted yet (tests speak to it from the other end)."""
         loop = asyncio.new_event_loop()
-        reader, writer = loop.run_until_complete(asyncio.open_unix_connection(sock=sock, limit=MAX_LINE))
+        reader, writer = _run_on(loop, asyncio.open_unix_connection(sock=sock, limit=MAX_LINE))
         return cls(AsyncAgentClient(reader, writer, paths, name=name, trace=trace), loop)
 
     @property
@@ -58,17 +61,7 @@ class AgentClient:
         return self._client.agent
 
     def _run(self, step: Coroutine[Any, Any, T]) -> T:
-        task = self._loop.create_task(step)
-        try:
-            return self._loop.run_until_complete(task)
-        except BaseException:
-            # Ctrl-C (KeyboardInterrupt) lands wherever the loop was: the step is cancelled, so that the loop
-            # holds nothing half-done when the client is closed.
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    self._loop.run_until_complete(task)
-            raise
+        return _run_on(self._loop, step)
 
     def call(self, method: Method, **params: Any) -> Any:
         return self._run(self._client.call(method, **params))
@@ -79,7 +72,7 @@ class AgentClient:
         with contextlib.suppress(Exception):
             self._run(self._client.close())
         with contextlib.suppress(Exception):
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._run(self._loop.shutdown_asyncgens())
         self._loop.close()
 
     def __enter__(self) -> AgentClient:
@@ -140,6 +133,32 @@ class AgentClient:
                     self._run(_close(stream))
 
 
+def _run_on(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, T]) -> T:
+    """``step`` run to its end on ``loop``, a loop of one client's own that runs only now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_here(loop, step)
+    # Called from a coroutine (a test's, a Textual worker's): a running loop cannot run another in its thread,
+    # so this one runs in a thread of its own for the call, and the caller waits as on a socket read.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent client") as pool:
+        return pool.submit(_run_here, loop, step).result()
+
+
+def _run_here(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, T]) -> T:
+    task = loop.create_task(step)
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt) lands wherever the loop was: the step is cancelled, so that the loop
+        # holds nothing half-done when the client is closed.
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
+
+
 async def _next(stream: AsyncIterator[T]) -> T:
     return await anext(stream)
 
@@ -162,10 +181,11 @@ def connect(
     ``start`` and none answers; raises as it does."""
     loop = asyncio.new_event_loop()
     try:
-        client = loop.run_until_complete(
+        client = _run_on(
+            loop,
             core.connect(
                 paths, start=start, environ=environ, trace=trace, name=name, timeout=timeout, io_timeout=io_timeout
-            )
+            ),
         )
     except BaseException:
         loop.close()

@@ -205,24 +205,23 @@ class JobHost:
         """The newest jobs, abridged (``Journal.summaries``)."""
         return self.journal.summaries(limit=limit)
 
-    def _running(self, job_id: str) -> LiveJob:
+    def _running(self, job_id: str) -> tuple[JobInfo, LiveJob]:
         info = self.info(job_id)
         job = self.live.get(info.id)
         if job is None:
             raise ProtocolError(
                 ErrorCode.JOB_FINISHED, f"job {info.id} ({info.kind} {info.target}) already {info.state}"
             )
-        return job
+        return info, job
 
     def cancel(self, job_id: str) -> None:
-        job = self._running(job_id)
+        _info, job = self._running(job_id)
         self.journal.request_cancel(job.id)
         job.cancel.set()
         log.info("job %s: cancel requested", job.id)
 
     def set_paused(self, job_id: str, paused: bool) -> None:
-        info = self.info(job_id)
-        job = self._running(job_id)
+        info, job = self._running(job_id)
         # What pausing means is the kind's (JobKindFacts.pause_means); a kind that cannot pause says so.
         if not facts_for(job.spec).pausable:
             raise ProtocolError(ErrorCode.INVALID_PARAMS, f"job {info.id} ({info.kind}) cannot be paused")
