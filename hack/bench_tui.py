@@ -57,7 +57,7 @@ from bench_support import bench_cluster  # noqa: E402
 
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
 from kubectl_rollout.agent.errors import AgentError  # noqa: E402
-from kubectl_rollout.agent.journal import Journal  # noqa: E402
+from kubectl_rollout.agent.host.journal import Journal  # noqa: E402
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths  # noqa: E402
 from kubectl_rollout.jobs.events import drain as drain_events  # noqa: E402
 from kubectl_rollout.jobs.events import eviction as eviction_events  # noqa: E402

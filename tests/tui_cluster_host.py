@@ -12,9 +12,9 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 import kubectl_rollout.tui as tui_package
-from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.client import AsyncAgentClient
 from kubectl_rollout.agent.protocol import JobInfo
-from kubectl_rollout.tui.agent_calls import ThreadedCalls
+from kubectl_rollout.tui.agent_calls import ConnectingCalls
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.cluster_scope import ClusterScope
 
@@ -27,7 +27,7 @@ class ScreenHost(App[None]):
 
     def __init__(self, make: Callable[[], Screen[Any]], scope: ClusterScope) -> None:
         super().__init__()
-        self.cluster_link = ThreadedCalls(lambda: connect(name="tui-test"))
+        self.cluster_link = ConnectingCalls(lambda: AsyncAgentClient.open(name="tui-test"))
         self.cluster_scope = scope
         self.make = make
         self.submitted: list[JobSubmitted] = []
@@ -42,8 +42,8 @@ class ScreenHost(App[None]):
     def jobs(self) -> list[JobInfo]:
         return [message.job for message in self.submitted]
 
-    def on_unmount(self) -> None:
-        self.cluster_link.close()
+    async def on_unmount(self) -> None:
+        await self.cluster_link.close()
 
 
 async def until(pilot: Pilot[Any], check: Callable[[], object], *, timeout: float = 60, what: str = "") -> None:

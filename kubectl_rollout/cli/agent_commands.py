@@ -106,7 +106,9 @@ def agent_start(ctx: click.Context, foreground: bool, idle_timeout: str | None, 
             raise click.BadParameter(str(err), param_hint="--idle-timeout") from err
         os.environ[ENV_IDLE] = str(seconds)
     if foreground:
-        from kubectl_rollout.agent.server import run_agent  # the job runner, and through it the kubernetes client
+        from kubectl_rollout.agent.transport.process import (
+            run_agent,  # the job runner, and through it the kubernetes client
+        )
 
         try:
             settings = Settings.from_env()

@@ -1,11 +1,11 @@
-"""The agent's jobs, over its socket, read on Textual's own loop (no thread blocks on a read)."""
+"""The agent as the TUI's job source: its asyncio client, on Textual's own loop (no thread blocks on a read)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kubectl_rollout.agent.async_client import AsyncAgentClient, Lagged
+from kubectl_rollout.agent.client import AsyncAgentClient, Lagged
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope
@@ -14,12 +14,13 @@ CLIENT_NAME = "tui"
 
 
 class AgentJobs:
-    """One connection for requests; each followed job gets a connection of its own (PROTOCOL.md)."""
+    """A ``JobSource`` over the agent: one connection for requests; each followed job gets a connection of its
+    own (PROTOCOL.md)."""
 
     can_act = True
 
     def __init__(self, requests: AsyncAgentClient) -> None:
-        self._requests = requests
+        self.client = requests
         self.paths: AgentPaths = requests.paths
         self.description = f"agent pid {requests.agent.get('pid', '?')}"
 
@@ -29,10 +30,10 @@ class AgentJobs:
 
     async def call(self, method: str, **params: Any) -> Any:
         """Any agent method, for screens that need more than jobs (the cluster's nodes and workloads)."""
-        return await self._requests.call(method, **params)
+        return await self.client.call(method, **params)
 
     async def jobs(self) -> list[JobInfo]:
-        return await self._requests.jobs()
+        return await self.client.jobs()
 
     async def follow(
         self, job_id: str, *, from_seq: int = 1, coalesce: bool = False
@@ -45,13 +46,13 @@ class AgentJobs:
             await stream.close()
 
     async def cancel(self, job_id: str) -> JobInfo:
-        return await self._requests.cancel(job_id)
+        return await self.client.cancel(job_id)
 
     async def pause(self, job_id: str) -> JobInfo:
-        return await self._requests.pause(job_id)
+        return await self.client.pause(job_id)
 
     async def resume(self, job_id: str) -> JobInfo:
-        return await self._requests.resume(job_id)
+        return await self.client.resume(job_id)
 
     async def close(self) -> None:
-        await self._requests.close()
+        await self.client.close()

@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from kubectl_rollout.agent.async_client import Lagged
+from kubectl_rollout.agent.client import Lagged
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.tui.agent_calls import SourceCalls

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from kubectl_rollout.agent.async_client import Lagged
+from kubectl_rollout.agent.client import Lagged
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope
 

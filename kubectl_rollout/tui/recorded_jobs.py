@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
-from kubectl_rollout.agent.async_client import Lagged
+from kubectl_rollout.agent.client import Lagged
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.base import Envelope

@@ -17,10 +17,9 @@ import watching
 from cluster_setup import deploy
 from integration.test_agent import agent_dir
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.client import AgentClient, connect
-from kubectl_rollout.agent.cluster_rows import NodeVerdict, WorkloadKind
+from kubectl_rollout.agent.client import AgentClient, cluster_calls, connect
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
+from kubectl_rollout.jobs.cluster_rows import NodeVerdict, WorkloadKind
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.drain import NodeCordoned, Verdict
 from kubectl_rollout.jobs.events.job import JobFinished, JobState

@@ -32,7 +32,7 @@ from plugin import run_plugin
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, ProtocolError
-from kubectl_rollout.agent.server import lease_holder_for
+from kubectl_rollout.agent.transport.process import lease_holder_for
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.api import ApiUnreachable
 from kubectl_rollout.jobs.events.base import Envelope

@@ -18,8 +18,7 @@ from rich.text import Text
 from textual.widgets import Input
 from tui_cluster_host import ScreenHost, until
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.client import cluster_calls, connect
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.job import JobFinished, JobState
 from kubectl_rollout.jobs.events.rollout import ContainerImage

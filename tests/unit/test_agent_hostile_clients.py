@@ -336,7 +336,7 @@ def test_escape_sequences_from_the_journal_never_reach_the_terminal_raw(
 ) -> None:
     """A job's texts come from clients and clusters (an API server's error message): whatever they carry,
     ``jobs list``, ``jobs show`` and ``agent logs`` print it quoted."""
-    from kubectl_rollout.agent.journal import Journal
+    from kubectl_rollout.agent.host.journal import Journal
     from kubectl_rollout.jobs.events.job import JobState
     from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobResult, JobSpec
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.agent.journal import DAY, MIGRATIONS, SCHEMA_VERSION, Journal
+from kubectl_rollout.agent.host.journal import DAY, MIGRATIONS, SCHEMA_VERSION, Journal
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted, JobState
 from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobResult, JobSpec

@@ -18,7 +18,7 @@ from kubectl_rollout.agent.agent_log import LogStream, OneLineFormatter, Throttl
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.paths import agent_paths, session_dir_problem
 from kubectl_rollout.agent.protocol import MAX_LINE, ErrorCode, ProtocolError, Response, cut, decode, encode_reply
-from kubectl_rollout.agent.request_schema import PARAMS, validate
+from kubectl_rollout.agent.transport.request_schema import PARAMS, validate
 from kubectl_rollout.jobs.spec import JobSpec, SpecError
 
 FORGED = "2026-11-25 10:00:00,000 INFO job 1 (drain node/x): succeeded"
@@ -210,7 +210,7 @@ def test_a_client_reading_a_line_past_the_limit_says_so_in_one_error(tmp_path: P
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
-    client = AgentClient(ours, AgentPaths(runtime_dir=tmp_path, state_dir=tmp_path))
+    client = AgentClient.over_socket(ours, AgentPaths(runtime_dir=tmp_path, state_dir=tmp_path))
     try:
         with pytest.raises(AgentError) as caught:
             client.jobs()
@@ -225,10 +225,12 @@ def test_an_event_past_the_line_limit_is_replaced_by_an_omitted_notice(tmp_path:
     """No engine emits one today (5000 nodes of 253 characters fit); if one ever did, the stream stays whole."""
     import asyncio
 
-    from kubectl_rollout.agent.journal import Journal
+    from kubectl_rollout.agent.host.job_host import JobHost
+    from kubectl_rollout.agent.host.journal import Journal
+    from kubectl_rollout.agent.host.live_job import LiveJob
     from kubectl_rollout.agent.paths import ENV_DIR
-    from kubectl_rollout.agent.server import Agent, LiveJob
     from kubectl_rollout.agent.settings import Settings
+    from kubectl_rollout.agent.transport.server import AgentServer
     from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind
 
     class Recorder:
@@ -246,7 +248,8 @@ def test_an_event_past_the_line_limit_is_replaced_by_an_omitted_notice(tmp_path:
     spec = JobSpec(kind=JobKind.DRAIN, connection=Connection(), drain=DrainJob(nodes=("n1",)))
     job = LiveJob("j1", spec, resumed=False, history=[(1, None, small), (2, None, huge)])
     job.done = True
-    agent = Agent(agent_paths({ENV_DIR: str(tmp_path)}), Journal(tmp_path / "j.sqlite3"), Settings())
+    host = JobHost(Journal(tmp_path / "j.sqlite3"), Settings(), lease_holder="test")
+    agent = AgentServer(agent_paths({ENV_DIR: str(tmp_path)}), host, Settings())
     recorder = Recorder()
     asyncio.run(agent._stream(recorder, job, 1, follow=False))  # type: ignore[arg-type]
     lines = bytes(recorder.data).splitlines()

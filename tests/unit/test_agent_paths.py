@@ -11,7 +11,7 @@ import pytest
 
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths, directory_problem, ensure_private_dir
-from kubectl_rollout.agent.peer import peer_of
+from kubectl_rollout.agent.transport.peer import peer_of
 
 
 def test_the_override_puts_runtime_and_state_under_one_directory(tmp_path: Path) -> None:

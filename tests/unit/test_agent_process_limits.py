@@ -27,18 +27,24 @@ from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
 from watching import eventually
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.async_client import AsyncAgentClient
-from kubectl_rollout.agent.client import ENV_HELLO_TIMEOUT, agent_pid, agent_running, connect, hello_timeout
+from kubectl_rollout.agent.client import (
+    ENV_HELLO_TIMEOUT,
+    AsyncAgentClient,
+    agent_pid,
+    agent_running,
+    cluster_calls,
+    connect,
+    hello_timeout,
+)
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode, Method, ProtocolError
-from kubectl_rollout.agent.server import MAX_STREAMS
+from kubectl_rollout.agent.transport.server import MAX_STREAMS
 from kubectl_rollout.jobs.spec import Connection, DrainJob, JobKind, JobSpec
 
 WAIT = 30.0
 #: the agent's bound on one cluster call, in seconds, raised here so that calls to a silent server hang
-#: for the whole test (agent/cluster_methods.py's ENV_CALL_TIMEOUT)
+#: for the whole test (agent/transport/cluster_service.py's ENV_CALL_TIMEOUT)
 ENV_CALL_TIMEOUT = "ROLLOUT_PLUS_AGENT_CALL_TIMEOUT"
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubectl_rollout.agent.conflicts import conflict
+from kubectl_rollout.agent.host.conflicts import conflict
 from kubectl_rollout.agent.protocol import (
     ErrorCode,
     JobInfo,

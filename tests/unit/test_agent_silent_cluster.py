@@ -24,12 +24,11 @@ import pytest
 from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.client import agent_running, connect
-from kubectl_rollout.agent.cluster_methods import ENV_CALL_TIMEOUT
+from kubectl_rollout.agent.client import agent_running, cluster_calls, connect
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import ErrorCode
+from kubectl_rollout.agent.transport.cluster_service import ENV_CALL_TIMEOUT
 from kubectl_rollout.jobs.spec import Connection
 
 #: the agent's call timeout in these tests (production: 20 s)

@@ -8,11 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kubectl_rollout.agent.journal import Journal
+from kubectl_rollout.agent.host.job_host import JobHost
+from kubectl_rollout.agent.host.journal import Journal
+from kubectl_rollout.agent.host.live_job import LiveJob
 from kubectl_rollout.agent.paths import ENV_DIR, agent_paths
 from kubectl_rollout.agent.protocol import Notification, decode, encode_event
-from kubectl_rollout.agent.server import Agent, LiveJob, lease_holder_for
 from kubectl_rollout.agent.settings import Settings
+from kubectl_rollout.agent.transport.process import lease_holder_for
+from kubectl_rollout.agent.transport.server import AgentServer
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PodGone
 from kubectl_rollout.jobs.events.restart import WaitingForReplacement
@@ -43,12 +46,13 @@ def _line(seq: int, event: Any) -> tuple[int, str | None, bytes]:
     return seq, event.coalesce_key(), encode_event(json.dumps(envelope.as_dict()))
 
 
-def _agent(tmp_path: Path, **settings: Any) -> Agent:
+def _agent(tmp_path: Path, **settings: Any) -> AgentServer:
     paths = agent_paths({ENV_DIR: str(tmp_path)})
-    return Agent(paths, Journal(tmp_path / "j.sqlite3"), Settings(**settings))
+    host = JobHost(Journal(tmp_path / "j.sqlite3"), Settings(**settings), lease_holder=lease_holder_for(paths))
+    return AgentServer(paths, host, Settings(**settings))
 
 
-def _stream(agent: Agent, job: LiveJob, from_seq: int) -> RecordingClient:
+def _stream(agent: AgentServer, job: LiveJob, from_seq: int) -> RecordingClient:
     client = RecordingClient()
     asyncio.run(agent._stream(client, job, from_seq, follow=False))  # type: ignore[arg-type]
     return client
@@ -131,7 +135,7 @@ def test_what_an_interrupted_job_runs_when_it_resumes() -> None:
 
 
 def test_a_second_rollout_of_a_workload_conflicts() -> None:
-    from kubectl_rollout.agent.conflicts import conflict
+    from kubectl_rollout.agent.host.conflicts import conflict
     from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 
     def rollout(kind: ActionKind) -> JobSpec:

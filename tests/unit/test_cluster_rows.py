@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.cluster_rows import (
+from kubectl_rollout.agent.client import cluster_calls
+from kubectl_rollout.agent.protocol import Method
+from kubectl_rollout.jobs.cluster_rows import (
     ConditionRow,
     NodeRow,
     NodeVerdict,
@@ -16,7 +17,6 @@ from kubectl_rollout.agent.cluster_rows import (
     WorkloadRow,
     node_verdict,
 )
-from kubectl_rollout.agent.protocol import Method
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import NodePlan, PodPlan, Verdict
 from kubectl_rollout.jobs.spec import Connection, DrainOptions

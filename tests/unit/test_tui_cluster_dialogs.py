@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Select, Static
 
-from kubectl_rollout.agent.cluster_rows import RevisionRow
+from kubectl_rollout.jobs.cluster_rows import RevisionRow
 from kubectl_rollout.jobs.events.base import PodRef
 from kubectl_rollout.jobs.events.drain import NodePlan, PodPlan, Verdict
 from kubectl_rollout.jobs.events.rollout import ContainerImage

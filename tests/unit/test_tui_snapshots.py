@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from kubectl_rollout.agent.cluster_rows import PodRow, ReplicaSetPods
 from kubectl_rollout.agent.protocol import JobInfo
+from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.tui.app import RolloutPlusApp

@@ -17,9 +17,9 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding, BindingType
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.cluster_rows import NodeRow, NodeVerdict
+from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.cluster_rows import NodeRow, NodeVerdict
 from kubectl_rollout.jobs.spec import DrainJob, JobKind, JobSpec
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.screens.cluster_table import ClusterTableScreen

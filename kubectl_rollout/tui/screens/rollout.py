@@ -15,10 +15,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Footer, Header, RichLog, Static, Tree
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.cluster_calls import Call
-from kubectl_rollout.agent.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.agent.client import cluster_calls
+from kubectl_rollout.agent.client.cluster_calls import Call
 from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
 from kubectl_rollout.jobs.spec import Connection

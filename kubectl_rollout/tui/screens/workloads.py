@@ -19,9 +19,9 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding, BindingType
 
-from kubectl_rollout.agent import cluster_calls
-from kubectl_rollout.agent.cluster_rows import WorkloadKind, WorkloadRow
+from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.cluster_rows import WorkloadKind, WorkloadRow
 from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.jobs.spec import ActionKind, JobKind, JobSpec, RestartJob, RolloutAction
 from kubectl_rollout.tui.cluster_messages import JobSubmitted

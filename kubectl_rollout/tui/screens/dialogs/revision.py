@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from kubectl_rollout.agent.cluster_rows import RevisionRow
+from kubectl_rollout.jobs.cluster_rows import RevisionRow
 
 
 def revision_label(revision: RevisionRow) -> str:

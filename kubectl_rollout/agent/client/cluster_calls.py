@@ -1,10 +1,9 @@
 """The agent's cluster methods as data: which method, which params, and how to read the answer.
 
-One ``Call`` per request, built here once and run by any client: the
-synchronous ``AgentClient.run(call)`` and the TUI's asyncio link alike send
-``call.method`` with ``call.params`` and hand the result to ``call.parse``.
-So both clients speak the same params and read the same rows, and neither
-knows the other. Standard library and ``jobs`` only (the TUI imports it).
+One ``Call`` per request, built here once: ``AsyncAgentClient.run(call)`` (and
+so the synchronous ``AgentClient.run(call)`` over it) sends ``call.method``
+with ``call.params`` and hands the result to ``call.parse``. Standard library
+and ``jobs`` only (the TUI imports it).
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kubectl_rollout.agent.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
 from kubectl_rollout.agent.protocol import JobInfo, Method
+from kubectl_rollout.jobs.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.spec import Connection, DrainOptions, JobSpec

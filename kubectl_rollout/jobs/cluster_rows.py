@@ -1,8 +1,10 @@
 """The cluster as the agent's ``nodes``, ``workloads``, ``history`` and ``pods`` methods describe it: plain rows.
 
 Pure data with a JSON form (``as_dict`` / ``from_dict``), standard library and
-``jobs`` only, so that the TUI may read them through the agent's client. A
-client ignores fields it does not know (a newer agent may add some).
+``jobs`` only: the cluster queries (``job_loop.cluster_queries``) build them,
+and the agent's client reads them for the TUI, which may import neither an
+engine nor the job loop; so they live here, beside every layer. A client
+ignores fields it does not know (a newer agent may add some).
 ``node_verdict`` folds a node's pre-flight drain plan into the one verdict a
 table shows.
 """

@@ -1,9 +1,9 @@
-"""Reading the cluster into ``cluster_rows`` for the agent's cluster methods, and the two node writes.
+"""Reading the cluster into ``jobs.cluster_rows`` for the cluster queries, and the two node writes.
 
 Everything goes through the engines' own code: the drain verdicts are the
 drain engine's dry-run plan, cordon / uncordon are the drain engine's (the
 node Event included), a managed workload's state is its record read as the
-driver reads it. Runs in a worker thread of the agent, never on its loop.
+driver reads it. Runs in a worker thread of the agent, never on its event loop.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from kubectl_rollout.agent.cluster_rows import (
+from kubectl_rollout.drain.cordon import is_cordoned
+from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
+from kubectl_rollout.eviction.pdb_pods import why_unhealthy
+from kubectl_rollout.jobs.cluster_rows import (
     ConditionRow,
     NodeRow,
     NodeVerdict,
@@ -23,9 +26,6 @@ from kubectl_rollout.agent.cluster_rows import (
     WorkloadRow,
     node_verdict,
 )
-from kubectl_rollout.drain.cordon import is_cordoned
-from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
-from kubectl_rollout.eviction.pdb_pods import why_unhealthy
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.next_steps import command
