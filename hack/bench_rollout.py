@@ -13,7 +13,13 @@ controller's work is the same on both sides and not counted).
 Scenario 2: a managed workload of 2000 replicas rolls out an image change;
 time, the driver's API requests and its peak RSS.
 
-    .venv/bin/python hack/bench_rollout.py [--skip-large]
+Scenario 3, resume after SIGKILL: a foreground `set image -o jsonl` of 10
+replicas is SIGKILLed as soon as it has scaled the new ReplicaSet up, then
+`status -w -o jsonl` runs; --resume-rounds times (default 5). Printed per run
+and as medians: from the kill to the `TookOver` line (the Lease taken over;
+the CLI's start included), and to the rollout's end.
+
+    .venv/bin/python hack/bench_rollout.py [--skip-large] [--only-resume [--kubeconfig PATH]]
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -136,12 +144,55 @@ def plugin_rollout(cluster: Cluster, kubeconfig: Path, audit: Path, ns: str, tmp
     return seconds, audit_requests(audit, since, until, agent="kubectl-rollout-plus/")
 
 
+def jsonl_until(process: subprocess.Popen[str], wanted: str) -> bool:
+    """Read the process's -o jsonl lines until one of type ``wanted`` (True) or the end (False)."""
+    assert process.stdout is not None
+    return any(line.startswith("{") and json.loads(line).get("type") == wanted for line in process.stdout)
+
+
+def resume_after_kill(cluster: Cluster, kubeconfig: Path, ns: str, tmp: Path) -> tuple[float, float]:
+    """Seconds from SIGKILL of a foreground driver mid-rollout to `status -w` taking its Lease, and to the end."""
+    namespace(cluster, ns)
+    managed(kubeconfig, ns, manifest("web", 10, "registry.example/web:v1"), tmp)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    change = [str(PLUGIN), "set", "image", "web", "app=registry.example/web:v2", "-n", ns, "-o", "jsonl"]
+    driver = subprocess.Popen(change, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if not jsonl_until(driver, "ReplicaSetCreated") or not jsonl_until(driver, "RolloutProgressed"):
+        raise SystemExit(f"`set image` in {ns} ended before its rollout was under way")
+    driver.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    driver.wait()
+    status = [str(PLUGIN), "status", "web", "-w", "-n", ns, "-o", "jsonl"]
+    resumer = subprocess.Popen(status, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if not jsonl_until(resumer, "TookOver"):
+        raise SystemExit(f"`status -w` in {ns} never took the Lease over")
+    took = time.monotonic() - killed
+    if resumer.wait(600) != 0:
+        raise SystemExit(f"`status -w` in {ns} failed")
+    done = time.monotonic() - killed
+    cluster.core.delete_namespace(ns)
+    return took, done
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="rollouts by each driver, alternating (>= 3)")
+    parser.add_argument("--resume-rounds", type=int, default=5, help="foreground drivers killed and resumed")
+    parser.add_argument("--only-resume", action="store_true", help="scenario 3 alone")
+    parser.add_argument("--kubeconfig", type=Path, help="with --only-resume: a running cluster to measure on")
     args = parser.parse_args()
+    if args.kubeconfig is not None:
+        if not args.only_resume:
+            parser.error("--kubeconfig goes with --only-resume (the other scenarios read the audit log of their own)")
+        cluster = connect(ConnectionSettings(kubeconfig=str(args.kubeconfig)))
+        tmp = Path(tempfile.mkdtemp(prefix="bench-resume-"))
+        try:
+            resume_scenario(cluster, args.kubeconfig.resolve(), tmp, args.resume_rounds)
+        finally:
+            cluster.close()
+        return 0
     up = subprocess.run(
         [
             sys.executable,
@@ -165,6 +216,9 @@ def main() -> int:
     tmp = BENCH_DIR / "manifests"
     tmp.mkdir(exist_ok=True)
     try:
+        if args.only_resume:
+            resume_scenario(cluster, kubeconfig, tmp, args.resume_rounds)
+            return 0
         print("\n== rollout: 100 replicas, maxSurge 25%, maxUnavailable 25%, Ready 1 s after start ==")
         runs: dict[str, list[tuple[float, int]]] = {"controller": [], "plugin": []}
         for run in range(args.rounds):
@@ -203,11 +257,26 @@ def main() -> int:
                 f"image change rolled out            {seconds:7.2f} s   {requests} API requests   "
                 f"driver peak RSS {peak / 1024:.0f} MiB"
             )
+        resume_scenario(cluster, kubeconfig, tmp, args.resume_rounds)
     finally:
         cluster.close()
         if not args.keep:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
     return 0
+
+
+def resume_scenario(cluster: Cluster, kubeconfig: Path, tmp: Path, rounds: int) -> None:
+    print("\n== resume after SIGKILL of a foreground `set image` (10 replicas), by `status -w` ==")
+    runs = []
+    for run in range(rounds):
+        runs.append(resume_after_kill(cluster, kubeconfig, f"bench-resume-{run}", tmp))
+        took, done = runs[-1]
+        print(
+            f"  run {run + 1}  Lease taken over {took:6.2f} s after the kill   rollout done {done:6.2f} s", flush=True
+        )
+    took = statistics.median(r[0] for r in runs)
+    done = statistics.median(r[1] for r in runs)
+    print(f"medians of {rounds} runs: Lease taken over {took:.2f} s after the kill, rollout done after {done:.2f} s")
 
 
 if __name__ == "__main__":

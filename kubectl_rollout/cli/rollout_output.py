@@ -20,6 +20,7 @@ from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, Tex
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.views.rollout import RolloutView, fold
+from kubectl_rollout.kube.holder_identity import display
 
 
 def describe_action(event: ev.ReplicaSetAction) -> str:
@@ -37,9 +38,14 @@ def following_line(event: ev.FollowingDriver) -> str:
     if not event.holder:
         return f"lease {event.lease} was just taken by another process; following its progress"
     return (
-        f'managed workload "{event.workload}" is being driven by {event.holder} '
+        f'managed workload "{event.workload}" is being driven by {display(event.holder)} '
         f"(lease {event.lease} valid for {event.seconds_left:.0f}s more); following its progress"
     )
+
+
+def took_over_line(event: ev.TookOver) -> str:
+    """Said only of a Lease taken before it lapsed: one that lapsed or was released is no news."""
+    return f"lease {event.lease} taken over from {display(event.previous_holder)}: {event.holder_ended}"
 
 
 def _closed_pass(view: RolloutView) -> Iterator[Line]:
@@ -72,6 +78,11 @@ def _rolling_back(event: ev.RollingBack, view: RolloutView) -> Iterator[Line]:
 def _following(event: ev.FollowingDriver, view: RolloutView) -> Iterator[Line]:
     if not view.followed_message:  # said once, before the first state line of the driver followed
         yield "err", following_line(event)
+
+
+def _took_over(event: ev.TookOver, _view: RolloutView) -> Iterator[Line]:
+    if event.holder_ended:
+        yield "err", took_over_line(event)
 
 
 def _spec_changed(event: ev.SpecChanged, _view: RolloutView) -> Iterator[Line]:
@@ -110,6 +121,7 @@ ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
     ev.ScaleDownHeldByPdb: _held_by_pdb,
     ev.RollingBack: _rolling_back,
     ev.FollowingDriver: _following,
+    ev.TookOver: _took_over,
     ev.SpecChanged: _spec_changed,
     ev.RolloutFinished: _finished,
 }

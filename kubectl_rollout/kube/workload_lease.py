@@ -3,7 +3,9 @@
 A managed workload's driver holds ``rollout-plus.NAME`` while it acts and
 renews it as it goes; another driver (another terminal, the agent, another
 machine) may take over only once the lease has expired, for example after the
-first one was killed. An eviction-based restart holds a lease of its own the
+first one was killed, or at once when its holder is a process of this machine that
+has provably ended (``holder_identity``: a SIGKILLed foreground driver's Lease is
+taken over in a second, not after its 15 s). An eviction-based restart holds a lease of its own the
 same way (``LeaseKeeper`` renews it from a thread while the restart waits).
 
 A holder that is not the workload's rollout driver (a drain surging a managed
@@ -16,11 +18,8 @@ spec change, which only a driver would carry out, is refused while it holds
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.holder_identity import display, holder_verdict, identity, why_gone
 
 LEASE_SECONDS = 15
 RENEW_EVERY = 5.0
@@ -52,8 +52,7 @@ class LeaseHeld(UserFacingError):
         self.seconds_left = seconds_left
 
 
-def identity() -> str:
-    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+__all__ = ["LEASE_SECONDS", "LeaseHeld", "LeaseKeeper", "WorkloadLease", "expires_at", "identity"]
 
 
 def expires_at(spec: Any) -> float:
@@ -86,6 +85,10 @@ class WorkloadLease:
         #: written on the Lease: what this holder holds it for, told as is to whoever finds it held ("" for none)
         self.purpose = purpose
         self._renewed = 0.0
+        #: the holder whose unexpired Lease the last ``acquire`` took because its process had provably ended,
+        #: and that in words ("" for none)
+        self.took_from_gone = ""
+        self.gone_because = ""
 
     def _body(self, resource_version: str | None = None) -> client.V1Lease:
         now = datetime.now(UTC)
@@ -102,13 +105,17 @@ class WorkloadLease:
         )
 
     def expiry(self) -> float:
-        """When the lease as it stands now lapses, in seconds since the epoch (0: no lease); a renewal moves it."""
+        """When the lease as it stands now lapses, in seconds since the epoch (0: no lease, or its holder is a
+        process of this machine that has provably ended); a renewal moves it."""
         try:
             current = call_with_retry(self.cluster.coordination.read_namespaced_lease, self.name, self.namespace)
         except ApiException as err:
             if err.status == 404:
                 return 0.0
             raise
+        holder = current.spec.holder_identity
+        if holder and holder != self.holder and holder_verdict(holder).gone:
+            return 0.0
         return expires_at(current.spec)
 
     def seconds_left(self) -> float:
@@ -126,11 +133,19 @@ class WorkloadLease:
         holder = current.spec.holder_identity
         if not holder or holder == self.holder or expires_at(current.spec) <= time.time():
             return None
+        if holder_verdict(holder).gone:
+            return None
         return held_error(current, subject=self.subject, advice=self.advice)
 
     def acquire(self) -> None:
-        """Take the lease, or raise LeaseHeld naming who holds it and until when."""
+        """Take the lease, or raise LeaseHeld naming who holds it and until when.
+
+        A Lease still valid is taken only when its holder is a process of this machine that has provably ended
+        (``took_from_gone`` says whose), and like a lapsed one by a write conditional on the version read: of two
+        processes that both judged it so, one writes and the other is told it was just taken.
+        """
         api = self.cluster.coordination
+        self.took_from_gone = self.gone_because = ""
         try:
             call_with_retry(api.create_namespaced_lease, self.namespace, self._body())
             self._renewed = time.monotonic()
@@ -142,8 +157,12 @@ class WorkloadLease:
         spec = current.spec
         expires = expires_at(spec)
         left = expires - time.time()
+        gone = ""
         if spec.holder_identity and spec.holder_identity != self.holder and left > 0:
-            raise held_error(current, subject=self.subject, advice=self.advice)
+            verdict = holder_verdict(spec.holder_identity)
+            if not verdict.gone:
+                raise held_error(current, subject=self.subject, advice=self.advice)
+            gone = why_gone(spec.holder_identity, verdict)
         try:
             call_with_retry(
                 api.replace_namespaced_lease, self.name, self.namespace, self._body(current.metadata.resource_version)
@@ -156,6 +175,9 @@ class WorkloadLease:
                 ) from err
             raise
         self._renewed = time.monotonic()
+        if gone:
+            log.info("lease %s/%s taken over %.0fs before it lapsed: %s", self.namespace, self.name, left, gone)
+            self.took_from_gone, self.gone_because = spec.holder_identity, gone
 
     def renew(self) -> None:
         if time.monotonic() - self._renewed < RENEW_EVERY:
@@ -185,11 +207,12 @@ def held_error(lease: Any, *, subject: str, advice: str) -> LeaseHeld:
     expires = expires_at(spec)
     left = max(0.0, expires - time.time())
     where = f"{metadata.namespace}/{metadata.name}"
+    holder = display(spec.holder_identity or "")
     purpose = (metadata.annotations or {}).get(PURPOSE, "")
     if purpose:
-        message = f"{purpose} (lease {where} held by {spec.holder_identity}, valid for {left:.0f}s more)"
+        message = f"{purpose} (lease {where} held by {holder}, valid for {left:.0f}s more)"
     else:
-        message = f"{subject} by {spec.holder_identity} (lease {where} valid for {left:.0f}s more); {advice}"
+        message = f"{subject} by {holder} (lease {where} valid for {left:.0f}s more); {advice}"
     return LeaseHeld(message, lease=where, holder=spec.holder_identity or "", expires_at=expires, seconds_left=left)
 
 

@@ -162,9 +162,14 @@ class RolloutDriver:
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
         lease.acquire()
-        if self.following is not None:
+        if self.following is not None or lease.took_from_gone:
             self.emit(
-                ev.TookOver(workload=self.name, lease=f"{self.namespace}/{lease.name}", previous_holder=self.following)
+                ev.TookOver(
+                    workload=self.name,
+                    lease=f"{self.namespace}/{lease.name}",
+                    previous_holder=lease.took_from_gone or self.following or "",
+                    holder_ended=lease.gone_because,
+                )
             )
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         watches: list[WatchedCollection] = []

@@ -5,7 +5,9 @@ held follows the record's status instead, reporting it as the driver writes
 it; once the lease could have lapsed (its holder finished, or died and stopped
 renewing) the job tries to take it over, and goes on following if the holder
 renewed it. So ``status -w`` both watches a rollout and finishes one whose
-driver was killed.
+driver was killed. A holder that is a process of this machine is looked at on
+every turn of the follow loop: once it has provably ended, the job takes the
+lease over at once (``kube.holder_identity``) instead of waiting for it to lapse.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.holder_identity import holder_verdict
 from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
@@ -59,8 +62,11 @@ class _Follower:
         #: the last status seen, whose conditions were reported
         self.status = RolloutStatus()
 
-    def follow(self, until: float, deadline: float | None, timeout: float | None) -> RolloutResult | None:
-        """Report the status as it changes until ``until`` (monotonic); a result when the rollout ended first."""
+    def follow(
+        self, until: float, deadline: float | None, timeout: float | None, *, holder: str = ""
+    ) -> RolloutResult | None:
+        """Report the status as it changes until ``until`` (monotonic), or until ``holder`` (the driver followed)
+        is a process of this machine that has provably ended; a result when the rollout ended first."""
         key = (self.namespace, record_name(self.name))
         records = WatchedCollection(
             self.cluster.core.list_namespaced_config_map,
@@ -78,6 +84,8 @@ class _Follower:
             records.start()
             rs_watch.start()
             while time.monotonic() < until:
+                if holder and holder_verdict(holder).gone:
+                    return None  # no need to wait for its lease to lapse: take it over now
                 if self.cancel.is_set():
                     return RolloutResult(
                         succeeded=False,
@@ -158,6 +166,6 @@ def follow_or_drive(
             )
             # Try again as soon as the lease could have lapsed; a holder that renews it meanwhile is followed on.
             wait = min(float(LEASE_SECONDS), max(MIN_FOLLOW_SECONDS, held.seconds_left))
-        result = follower.follow(time.monotonic() + wait, deadline, options.timeout)
+        result = follower.follow(time.monotonic() + wait, deadline, options.timeout, holder=holder or "")
         if result is not None:
             return result

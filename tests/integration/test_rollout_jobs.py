@@ -4,21 +4,27 @@ the real control plane."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import manifests
 import pytest
+import watching
 import yaml
 from invariants import RolloutInvariants
-from plugin import events, run_plugin
+from plugin import RunningPlugin, events, run_plugin
+from watching import Follower
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views.rollout import fold_all
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.kube.holder_identity import holder_verdict, parse
+from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.rollout.actions import ActionKind, DriveOptions, RolloutAction, run_rollout_action
 from kubectl_rollout.rollout.record import WorkloadNotFound
 
@@ -216,3 +222,104 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
         assert read(cluster, namespace, "web").spec.paused is True
     finally:
         cluster.close()
+
+
+class LeaseHistory(Follower):
+    """Every version of the workload's driver Lease, as the watch delivered them: (holder, acquireTime,
+    renewTime, leaseDurationSeconds), the times as the holders wrote them."""
+
+    def __init__(self, cluster: Cluster, namespace: str, name: str) -> None:
+        super().__init__()
+        self.cluster, self.namespace, self.name = cluster, namespace, name
+        self.versions: list[tuple[str, datetime, datetime, int]] = []
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.cluster.coordination.list_namespaced_lease, {
+            "namespace": self.namespace,
+            "field_selector": f"metadata.name={self.name}",
+        }
+
+    def _seed(self, items: list[Any]) -> None:
+        for lease in items:
+            self._apply("ADDED", lease)
+
+    def _apply(self, kind: str, lease: Any) -> None:
+        spec = lease.spec
+        if kind != "DELETED" and spec.holder_identity:
+            self.versions.append(
+                (spec.holder_identity, spec.acquire_time, spec.renew_time, spec.lease_duration_seconds)
+            )
+
+    def start(self) -> LeaseHistory:
+        self._follow()
+        return self
+
+    def stop(self) -> LeaseHistory:
+        self._end()
+        return self
+
+    def holders(self) -> list[str]:
+        with self._progress:
+            return list(dict.fromkeys(version[0] for version in self.versions))
+
+
+@pytest.mark.timeout(240)
+def test_a_foreground_driver_killed_mid_rollout_is_taken_over_before_its_lease_lapses(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """`set image` run in the foreground (no terminal) is SIGKILLed mid-rollout; `status -w` on the same machine
+    sees that the Lease's holder process has ended and takes the Lease at once, before it would have lapsed
+    (it used to wait that out: 19-22 s), and finishes the rollout within the fenceposts."""
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump(workload(6, "2s")))
+    assert run_plugin("apply", "-f", str(path), "-n", namespace, kubeconfig=kubeconfig).returncode == 0
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    leases = LeaseHistory(cluster, namespace, driver_lease_name("web")).start()
+    driver = RunningPlugin(
+        "set", "image", "web", "app=registry.example/app:v2", "-n", namespace, "-o", "jsonl", kubeconfig=kubeconfig
+    )
+    watching.until(
+        cluster.apps.list_namespaced_replica_set,
+        lambda rs: rs.spec.template.spec.containers[0].image.endswith(":v2") and (rs.status.replicas or 0) >= 1,
+        namespace=namespace,
+        timeout=120,
+        what="the new ReplicaSet to have pods",
+    )
+    driver.process.send_signal(signal.SIGKILL)
+    killed = driver.finish(timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    assert not any(line["type"] == "RolloutFinished" for line in events(killed)), "killed after the rollout ended"
+
+    lease = cluster.coordination.read_namespaced_lease(driver_lease_name("web"), namespace)
+    dead = lease.spec.holder_identity
+    assert parse(dead) is not None, dead  # a process identity with its proof
+    assert holder_verdict(dead).gone, holder_verdict(dead)
+    lapses_at = lease.spec.renew_time + timedelta(seconds=lease.spec.lease_duration_seconds)
+
+    connection = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    recorder = Recorder()
+    try:
+        finished = run_rollout_action(
+            connection,
+            RolloutAction(kind=ActionKind.WATCH, name="web", drive=DriveOptions(timeout=150)),
+            JobContext(emit=recorder),
+        )
+    finally:
+        connection.close()
+
+    assert finished.outcome is ev.RolloutOutcome.COMPLETE, finished.message
+    took = [e for e in recorder.events if isinstance(e, ev.TookOver)]
+    assert len(took) == 1, recorder.events
+    assert took[0].previous_holder == dead
+    assert took[0].holder_ended.endswith("has ended"), took[0]
+    assert not [e for e in recorder.events if isinstance(e, ev.FollowingDriver)], recorder.events
+    # From the Lease itself: the next holder acquired it before the dead one's Lease would have lapsed.
+    assert leases.wait(lambda: len(leases.holders()) >= 2, timeout=30), leases.versions
+    leases.stop()
+    holders = leases.holders()
+    assert holders[:-1] == [dead], holders  # the dead driver's, then the one that took over, nobody between
+    _, acquired, _, _ = next(version for version in leases.versions if version[0] == holders[-1])
+    assert acquired < lapses_at, (acquired, lapses_at)
+    print(f"took over {(lapses_at - acquired).total_seconds():.1f}s before the dead driver's Lease would lapse")
+    assert fenceposts.stop().breaches_of(6, 1, 0) == []
+    assert shape(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 6, "registry.example/app:v2")]

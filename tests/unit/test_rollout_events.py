@@ -99,7 +99,12 @@ SAMPLES: list[Event] = [
     ev.FollowingDriver(
         workload="web", lease="shop/rollout-plus.web", holder="host/42/ab12", expires_at=1795000012.5, seconds_left=12
     ),
-    ev.TookOver(workload="web", lease="shop/rollout-plus.web", previous_holder="host/42/ab12"),
+    ev.TookOver(
+        workload="web",
+        lease="shop/rollout-plus.web",
+        previous_holder="host/42/ab12/proc,uid=1000,start=9,boot=1a2b3c4d5e6f,machine=9f8e7d6c5b4a,pidns=4026531836",
+        holder_ended="process 42 of host has ended",
+    ),
     ev.RolloutFinished(
         workload="web",
         namespace="shop",

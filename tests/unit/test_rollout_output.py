@@ -104,6 +104,23 @@ def test_a_driver_that_takes_over_starts_without_a_state_to_repeat() -> None:
     assert out == [WAITING]
 
 
+def test_a_lease_taken_from_an_ended_process_says_so_and_shows_the_holder_briefly() -> None:
+    holder = "host/7/abcd1234/proc,uid=1000,start=9,boot=1a2b3c4d5e6f,machine=9f8e7d6c5b4a,pidns=4026531836"
+    out, err = render(
+        ev.TookOver(
+            workload="web",
+            lease="shop/rollout-plus.web",
+            previous_holder=holder,
+            holder_ended="process 7 of host has ended",
+        ),
+        progressed(DONE, ev.RolloutPhase.COMPLETE),
+    )
+    assert err == ["lease shop/rollout-plus.web taken over from host/7/abcd1234: process 7 of host has ended"]
+    assert out == [DONE]
+    # one taken after it lapsed, as before, is no news
+    assert render(ev.TookOver(workload="web", lease="shop/rollout-plus.web", previous_holder=holder)) == ([], [])
+
+
 def test_what_each_command_recorded() -> None:
     def changed(change: ev.SpecChange, **data: object) -> ev.SpecChanged:
         return ev.SpecChanged(workload="web", namespace="shop", change=change, generation=2, **data)  # type: ignore[arg-type]

@@ -368,13 +368,17 @@ class FollowingDriver(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class TookOver(Event):
-    """This job took the lease after following another driver (which finished, or died and let it lapse)."""
+    """This job took the lease after following another driver (which finished, or died and let it lapse), or
+    before it lapsed, its holder being a process of this machine that has provably ended (``holder_ended``)."""
 
     TYPE = "TookOver"
 
     workload: str
     lease: str
     previous_holder: str = ""
+    #: why the lease was taken before it lapsed, in words ("process 4242 of build-01 has ended"); "" when it
+    #: had lapsed or been released
+    holder_ended: str = ""
 
 
 # --- the end ------------------------------------------------------------------------------
