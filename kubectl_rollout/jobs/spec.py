@@ -317,7 +317,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     """``value``'s type as JSON names it, for messages."""
     if value is None:
         return "null"
@@ -356,7 +356,7 @@ def check_value(value: Any, hint: Any, path: str, bound: Bound) -> None:
     if origin is tuple:
         item_hint = typing.get_args(hint)[0]
         if not isinstance(value, list):
-            raise SpecError(path, f"must be a list, not {_json_type(value)} ({_shown(value)})")
+            raise SpecError(path, f"must be a list, not {json_type(value)} ({_shown(value)})")
         if len(value) > bound.max_items:
             raise SpecError(path, f"has {len(value)} items; at most {bound.max_items}")
         for index, item in enumerate(value):
@@ -364,7 +364,7 @@ def check_value(value: Any, hint: Any, path: str, bound: Bound) -> None:
         return
     if origin is not None and issubclass(origin, Mapping):
         if not isinstance(value, dict):
-            raise SpecError(path, f"must be an object, not {_json_type(value)}")
+            raise SpecError(path, f"must be an object, not {json_type(value)}")
         try:
             size = len(json.dumps(value, separators=(",", ":"), allow_nan=False))
         except ValueError as err:  # NaN or Infinity: no JSON reader but Python's takes them
@@ -374,14 +374,14 @@ def check_value(value: Any, hint: Any, path: str, bound: Bound) -> None:
         return
     if hint is bool:
         if not isinstance(value, bool):
-            raise SpecError(path, f"must be true or false, not {_json_type(value)} ({_shown(value)})")
+            raise SpecError(path, f"must be true or false, not {json_type(value)} ({_shown(value)})")
         return
     if hint is int or hint is float:
         _check_number(value, path, bound, integer=hint is int)
         return
     if hint is str:
         if not isinstance(value, str):
-            raise SpecError(path, f"must be a string, not {_json_type(value)} ({_shown(value)})")
+            raise SpecError(path, f"must be a string, not {json_type(value)} ({_shown(value)})")
         if len(value) > bound.max_length:
             raise SpecError(path, f"is {len(value)} characters long; at most {bound.max_length}")
         if _has_control(value):
@@ -403,7 +403,7 @@ def _check_number(value: Any, path: str, bound: Bound, *, integer: bool) -> None
     if bound.what:
         kind = f"{kind} of {bound.what}"
     if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
-        raise SpecError(path, f"must be {kind}, not {_json_type(value)} ({_shown(value)})")
+        raise SpecError(path, f"must be {kind}, not {json_type(value)} ({_shown(value)})")
     if isinstance(value, float) and not math.isfinite(value):
         raise SpecError(path, f"must be {kind}, not {_shown(value)}")
     if not bound.low <= value <= bound.high:
@@ -414,7 +414,7 @@ def _check_number(value: Any, path: str, bound: Bound, *, integer: bool) -> None
 
 def check_fields(data: Any, cls: type, path: str) -> None:
     if not isinstance(data, dict):
-        raise SpecError(path, f"must be an object, not {_json_type(data)} ({_shown(data)})")
+        raise SpecError(path, f"must be an object, not {json_type(data)} ({_shown(data)})")
     hints = _hints(cls)
     for f in dataclasses.fields(cls):
         if f.name not in data:
@@ -428,7 +428,7 @@ def check_fields(data: Any, cls: type, path: str) -> None:
 def check_spec(data: Any, *, path: str = "spec") -> None:
     """Refuse, with a ``SpecError`` naming the field, a spec as JSON that does not decode to a runnable job."""
     if not isinstance(data, dict):
-        raise SpecError(path, f"must be an object, not {_json_type(data)} ({_shown(data)})")
+        raise SpecError(path, f"must be an object, not {json_type(data)} ({_shown(data)})")
     version = data.get("version", SPEC_VERSION)
     if isinstance(version, int) and not isinstance(version, bool) and version > SPEC_VERSION:
         raise SpecError(

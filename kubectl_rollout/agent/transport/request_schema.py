@@ -34,6 +34,7 @@ from kubectl_rollout.jobs.spec import (
     SpecError,
     check_fields,
     check_value,
+    json_type,
 )
 from kubectl_rollout.kube.label_selectors import validate_label_selector
 from kubectl_rollout.kube.names import name_problem
@@ -61,20 +62,6 @@ def invalid(message: str) -> ProtocolError:
     return ProtocolError(ErrorCode.INVALID_PARAMS, message)
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
-
-
 def _spec_error(err: SpecError) -> ProtocolError:
     return invalid(str(err))
 
@@ -82,7 +69,7 @@ def _spec_error(err: SpecError) -> ProtocolError:
 def integer(low: int, high: int) -> Check:
     def check(value: Any, name: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            shown = _type_name(value) if not isinstance(value, int | float) or isinstance(value, bool) else value
+            shown = json_type(value) if not isinstance(value, int | float) or isinstance(value, bool) else value
             raise invalid(f"{name} must be an integer from {low} to {high}, not {shown}")
         return value
 
@@ -91,7 +78,7 @@ def integer(low: int, high: int) -> Check:
 
 def boolean(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
-        raise invalid(f"{name} must be true or false, not {_type_name(value)}")
+        raise invalid(f"{name} must be true or false, not {json_type(value)}")
     return value
 
 
@@ -108,7 +95,7 @@ def text(max_length: int) -> Check:
 
 def job_id(value: Any, name: str) -> str:
     if not isinstance(value, str):
-        raise invalid(f"{name} must be a job id (a string), not {_type_name(value)}")
+        raise invalid(f"{name} must be a job id (a string), not {json_type(value)}")
     if not _JOB_ID.match(value):
         raise invalid(f"{name} must be a job id: letters, digits, '.', '_' and '-', at most 64 characters")
     return value
@@ -117,7 +104,7 @@ def job_id(value: Any, name: str) -> str:
 def object_name(value: Any, name: str) -> str:
     """An object's name (a node, a workload): a DNS-1123 subdomain of at most 253 characters."""
     if not isinstance(value, str):
-        raise invalid(f"{name} must be a name (a string), not {_type_name(value)}")
+        raise invalid(f"{name} must be a name (a string), not {json_type(value)}")
     problem = name_problem(value)
     if problem is not None:
         raise invalid(f"{name} is not a valid name: {problem}")
@@ -128,7 +115,7 @@ def namespace_name(value: Any, name: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise invalid(f"{name} must be a namespace (a string), not {_type_name(value)}")
+        raise invalid(f"{name} must be a namespace (a string), not {json_type(value)}")
     if len(value) > _MAX_LABEL or not _DNS_LABEL.match(value):
         raise invalid(
             f"{name} is not a valid namespace: lowercase letters, digits and '-', starting and ending with a "
@@ -149,7 +136,7 @@ def selector(value: Any, name: str) -> str:
 
 def node_names(value: Any, name: str) -> list[str]:
     if not isinstance(value, list) or not value:
-        raise invalid(f"{name} must be a non-empty list of node names, not {_type_name(value)}")
+        raise invalid(f"{name} must be a non-empty list of node names, not {json_type(value)}")
     if len(value) > MAX_NODES:
         raise invalid(f"{name} has {len(value)} nodes; at most {MAX_NODES} (pick more with a selector)")
     return [object_name(item, f"{name}[{index}]") for index, item in enumerate(value)]
@@ -158,7 +145,7 @@ def node_names(value: Any, name: str) -> list[str]:
 def connection(value: Any, name: str) -> dict[str, Any]:
     """Which cluster, as a job spec names it; kept as JSON (the cluster methods decode it themselves)."""
     if not isinstance(value, dict):
-        raise invalid(f"{name} (kubeconfig, context, namespace) is required: which cluster? not {_type_name(value)}")
+        raise invalid(f"{name} (kubeconfig, context, namespace) is required: which cluster? not {json_type(value)}")
     try:
         check_fields(value, Connection, name)
     except SpecError as err:
