@@ -71,7 +71,10 @@ def identity() -> dict[str, Any]:
 
 
 def newest_source(home: str) -> int:
-    """The newest modification time (ns) of a ``.py`` file or a folder under ``home``."""
+    """The newest modification time (ns) of a ``.py`` file under ``home``.
+
+    Files only: a folder's time changes when Python writes its ``__pycache__``, which is not a change of code.
+    """
     newest = 0
     pending = [home]
     while pending:
@@ -80,7 +83,6 @@ def newest_source(home: str) -> int:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != "__pycache__":
                         pending.append(entry.path)
-                        newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
                 elif entry.name.endswith(".py"):
                     newest = max(newest, entry.stat().st_mtime_ns)
     return newest
@@ -152,4 +154,3 @@ def exit_code(wait_status: int) -> tuple[int, int | None]:
         number = os.WTERMSIG(wait_status)
         return 128 + number, number
     return 1, None  # stopped or continued: waitpid without WUNTRACED never reports these
-
