@@ -58,6 +58,9 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
     except locale.Error:
         locale.setlocale(locale.LC_CTYPE, "C")
     os.umask(request["umask"])
+    nice = request.get("nice")
+    if isinstance(nice, int) and nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, nice)  # `nice kubectl rollout-plus ...`; never above the server's
     sys.argv = list(request["argv"])
     sys.path[:] = request["path"]
     _reset_signals(set(request["ignored"]))

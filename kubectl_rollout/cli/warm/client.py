@@ -101,6 +101,7 @@ class WarmCommand:
             "env": dict(os.environ),
             "path": sys.path,
             "umask": umask,
+            "nice": os.getpriority(os.PRIO_PROCESS, 0),
             "ignored": ignored,
             "stdio": [_stream_settings(stream) for stream in streams],
             "identity": identity(),

@@ -108,6 +108,8 @@ class WarmServer:
         while self.stopping_since is None or self.running:
             timeout = 1.0
             for key, _events in self.selector.select(timeout):
+                if key.fd not in self.selector.get_map():
+                    continue  # closed by an event before it in this batch (the listener, when stopping)
                 became = self._handle(key.data, key.fileobj)
                 if became is not None:
                     return became
