@@ -13,7 +13,15 @@ whether it is met:
   temporary KREW_ROOT and run as installed (not through kubectl, so that only
   the plugin is timed): its first run, with an empty shiv cache each time,
   and later runs, as a ratio to the venv's time for the same command;
-- `kubectl version --client` and `kubectl version` (.bin/kubectl) for reference.
+- `kubectl version --client` and `kubectl version` (.bin/kubectl) for reference;
+- the commands that read the cluster, with an agent running (so its warm
+  command server, cli/warm/), each warm, in-process (ROLLOUT_PLUS_WARM=0) and
+  beside the nearest kubectl command, the three taking turns: `version`,
+  `status` and `history` of a managed workload (kubectl: `rollout status` and
+  `rollout history` of a Deployment), `jobs list` and `jobs show` (kubectl:
+  `get nodes`), `cordon` and `uncordon` (kubectl's), `drain --plan` (kubectl:
+  `drain --dry-run=client`) and the completion of node names (kubectl:
+  `__complete cordon ''`). `--warm-only` measures only these.
 
 Every command runs in a user's clean environment (HOME in a temporary folder,
 no PYTHON* variables); the Krew executable runs on the first python3 on PATH,
@@ -26,8 +34,10 @@ hack/dist/build_archives.py unless --archive names a folder holding it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -70,12 +80,15 @@ def run_once(command: list[str | Path], env: dict[str, str]) -> float:
 def medians(*commands: tuple[list[str | Path], dict[str, str]], runs: int) -> list[float]:
     """Median wall time of each command over ``runs`` rounds, the commands taking turns within a round.
 
-    Taking turns puts both sides of a comparison under the same load; one
-    untimed round first writes bytecode and fills the page cache.
+    Taking turns (each round starting with the next command) puts every side
+    of a comparison under the same load; one untimed round first writes
+    bytecode and fills the page cache.
     """
     times: list[list[float]] = [[] for _ in commands]
     for round_ in range(runs + 1):
-        for index, (command, env) in enumerate(commands):
+        for turn in range(len(commands)):
+            index = (round_ + turn) % len(commands)
+            command, env = commands[index]
             elapsed = run_once(command, env)
             if round_:
                 times[index].append(elapsed)
@@ -154,6 +167,8 @@ def under(what: str, seconds: float, limit: float, note: str = "") -> Figure:
 
 
 def run(args: argparse.Namespace, scratch: Path) -> list[Figure]:
+    if args.warm_only:
+        return warm_figures(args.cluster[0], scratch, args.runs)
     runs, home = args.runs, scratch / "home"
     home.mkdir()
     env = clean_env(home)
@@ -194,7 +209,118 @@ def run(args: argparse.Namespace, scratch: Path) -> list[Figure]:
         venv, krew = medians((venv_command, env), (krew_command, krew_env), runs=runs)
         figures.append(Figure(f"venv: {what}", venv) if limit is None else under(f"venv: {what}", venv, limit))
         krew_figures.append(ratio_figure(f"Krew: {what}, later runs", krew, venv, 1.2))
-    return figures + krew_figures
+    return figures + krew_figures + warm_figures(kubeconfig, scratch, runs)
+
+
+#: what a command that reads the cluster may take with the agent running (issue 21)
+WARM_TARGET = 0.2
+
+
+def _kubectl(kubeconfig: Path, *args: str) -> str:
+    done = subprocess.run(
+        [str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def warm_agent(directory: Path, env: dict[str, str]) -> None:
+    """Start an agent in ``directory`` and wait until its warm command server answers."""
+    subprocess.run([PLUGIN, "agent", "start"], env=env, check=True, capture_output=True)
+    sock = directory / "run" / "commands.sock"
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(sock))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the warm command server never answered on {sock}") from None
+        time.sleep(0.05)
+
+
+def warm_setup(kubeconfig: Path, namespace: str, scratch: Path, env: dict[str, str]) -> tuple[str, str]:
+    """A managed workload ``shop`` and a Deployment ``shop-ref`` in ``namespace``; a node for cordon and plans."""
+    _kubectl(kubeconfig, "create", "namespace", namespace)
+    manifest = scratch / "shop.json"
+    pod = {"containers": [{"name": "app", "image": "registry.example/app:v1"}]}
+    labels = {"app": "shop"}
+    manifest.write_text(
+        json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "shop"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": pod},
+                },
+            }
+        )
+    )
+    remote = ["--kubeconfig", str(kubeconfig), "-n", namespace]
+    subprocess.run([PLUGIN, "apply", "-f", str(manifest), "--in-process", *remote], env=env, check=True)
+    _kubectl(kubeconfig, "-n", namespace, "create", "deployment", "shop-ref", "--image=registry.example/app:v1")
+    _kubectl(kubeconfig, "-n", namespace, "rollout", "status", "deployment/shop-ref", "--timeout=120s")
+    node = _kubectl(kubeconfig, "get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").strip()
+    job = subprocess.run(
+        [PLUGIN, "drain", node, "--plan", "--detach", *remote], env=env, check=True, capture_output=True, text=True
+    )
+    return node, job.stdout.split()[-1]
+
+
+def warm_figures(kubeconfig: Path, scratch: Path, runs: int) -> list[Figure]:
+    """Each command that reads the cluster: warm, in-process and kubectl's nearest, taking turns."""
+    home = scratch / "warm-home"
+    home.mkdir()
+    directory = Path(tempfile.mkdtemp(prefix="rpb-", dir="/tmp"))  # a socket path has ~100 bytes
+    warm_env = clean_env(home, ROLLOUT_PLUS_AGENT_DIR=str(directory))
+    cold_env = {**warm_env, "ROLLOUT_PLUS_WARM": "0"}
+    namespace = f"bench-start-{os.getpid()}"
+    kubectl_env = clean_env(home)
+    try:
+        warm_agent(directory, warm_env)
+        node, job = warm_setup(kubeconfig, namespace, scratch, warm_env)
+        remote = ["--kubeconfig", str(kubeconfig), "-n", namespace]
+        rows: list[tuple[str, list[str | Path], str]] = [
+            ("version", [PLUGIN, "version", *remote], "version"),
+            ("status shop", [PLUGIN, "status", "shop", *remote], "-n NS rollout status deployment/shop-ref"),
+            ("history shop", [PLUGIN, "history", "shop", *remote], "-n NS rollout history deployment/shop-ref"),
+            ("jobs list", [PLUGIN, "jobs", "list"], "get nodes"),
+            ("jobs show ID", [PLUGIN, "jobs", "show", job], "get nodes"),
+            ("cordon NODE", [PLUGIN, "cordon", node, *remote], "cordon NODE"),
+            ("uncordon NODE", [PLUGIN, "uncordon", node, *remote], "uncordon NODE"),
+            (
+                "drain NODE --plan",
+                [PLUGIN, "drain", node, "--plan", *remote],
+                "drain NODE --dry-run=client --ignore-daemonsets --force",
+            ),
+            ("TAB: node names (drain '')", [COMPLETE, *remote, "drain", ""], "__complete cordon ''"),
+        ]
+        figures = []
+        for what, ours, nearest in rows:
+            words = nearest.replace("NS", namespace).replace("NODE", node).replace("''", "").split(" ")
+            # kubectl takes no flag before __complete, and completes the last word: the flag goes before it.
+            theirs: list[str | Path] = [BIN / "kubectl", *words[:-1], "--kubeconfig", str(kubeconfig), words[-1]]
+            warm, cold, kubectl = medians((ours, warm_env), (ours, cold_env), (theirs, kubectl_env), runs=runs)
+            note = f"in-process {cold:.3f} s; kubectl {nearest} {kubectl:.3f} s ({warm / kubectl:.1f}x)"
+            figures.append(under(f"warm: {what}", warm, WARM_TARGET, note))
+            print(f"{what}: warm {warm:.3f} s, {note}", file=sys.stderr, flush=True)
+        return figures
+    finally:
+        subprocess.run([PLUGIN, "agent", "stop", "--force"], env=warm_env, capture_output=True)
+        subprocess.run(
+            [
+                *[str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig)],
+                "delete",
+                "namespace",
+                namespace,
+                "--wait=false",
+            ],
+            capture_output=True,
+        )
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def print_table(figures: list[Figure], runs: int) -> None:
@@ -211,6 +337,7 @@ def main() -> int:
     parser.add_argument("--kubeconfig", type=Path, help="the cluster for `version` (default: see above)")
     parser.add_argument("--runs", type=int, default=11, help="runs per figure (default 11)")
     parser.add_argument("--archive", type=Path, help="a folder with the built Krew archives (default: build them)")
+    parser.add_argument("--warm-only", action="store_true", help="only the commands that read the cluster (above)")
     args = parser.parse_args()
     if args.runs < 10:
         parser.error("--runs must be at least 10")

@@ -84,3 +84,20 @@ class RunningPlugin:
                 self.stdout.append(line)
         stderr = "".join(line for line in self._stderr if line is not None)
         return subprocess.CompletedProcess(self.process.args, self.process.returncode, "".join(self.stdout), stderr)
+
+
+def wait_for_warm_server(runtime_dir: Path, *, timeout: float = 60) -> None:
+    """Until the agent's warm command server (started with the agent) answers: its imports, a second of CPU on
+    a loaded machine, are done, and no longer compete with what a test measures next."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(runtime_dir / "commands.sock"))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no warm command server in {runtime_dir} within {timeout} s") from None
+        time.sleep(0.05)

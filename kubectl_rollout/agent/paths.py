@@ -48,6 +48,11 @@ class AgentPaths:
         return self.runtime_dir / "agent.sock"
 
     @property
+    def commands_socket(self) -> Path:
+        """The warm command server's (``cli/warm/``), beside the agent's: the same private directory."""
+        return self.runtime_dir / "commands.sock"
+
+    @property
     def spawn_lock(self) -> Path:
         """Held by a client while it starts an agent, so that two clients never start two."""
         return self.runtime_dir / "spawn.lock"

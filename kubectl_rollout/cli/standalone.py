@@ -22,6 +22,7 @@ def main() -> None:
     # it would be searched (importlib.metadata reads its whole directory).
     archive = os.path.realpath(sys.argv[0])
     sys.path[:] = [path for path in sys.path if not (os.path.isfile(path) and os.path.realpath(path) == archive)]
-    from kubectl_rollout.cli.main import main as run_cli
+    # The thin client, as the console scripts: through the agent's warm command server when it may.
+    from kubectl_rollout.cli.warm.client import main as run_cli
 
     run_cli()

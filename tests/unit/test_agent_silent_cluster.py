@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
+from plugin import wait_for_warm_server
 
 from kubectl_rollout.agent.client import agent_running, cluster_calls, connect
 from kubectl_rollout.agent.errors import AgentError
@@ -44,6 +45,7 @@ def agent_env() -> Iterator[tuple[AgentPaths, dict[str, str]]]:
     paths = agent_paths(environ)
     with connect(paths, environ=environ, name="silent") as agent:
         pid = agent.agent["pid"]
+    wait_for_warm_server(paths.runtime_dir)
     yield paths, environ
     if agent_running(paths):
         os.kill(pid, 9)

@@ -26,8 +26,9 @@ import click
 import pytest
 from click.testing import CliRunner
 from kubeconfigs import write_kubeconfig
+from plugin import wait_for_warm_server
 
-from kubectl_rollout.agent.paths import ENV_DIR
+from kubectl_rollout.agent.paths import ENV_DIR, agent_paths
 from kubectl_rollout.cli.main import cli
 
 #: a server nothing listens on: the connection is refused at once
@@ -165,6 +166,7 @@ def start_up(unreachable: dict[str, str]) -> float:
     The slowest of three. The agent is started here too, so that the commands sent through it find it up.
     """
     subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=unreachable, check=True, timeout=60)
+    wait_for_warm_server(agent_paths(unreachable).runtime_dir)
     imports = (
         "import kubectl_rollout.cli.drain_commands, kubectl_rollout.cli.rollout_commands, kubectl_rollout.job_loop.loop"
         ", kubectl_rollout.drain.job"

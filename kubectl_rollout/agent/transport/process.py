@@ -26,6 +26,7 @@ from kubectl_rollout.agent.host.journal import Journal
 from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 from kubectl_rollout.agent.settings import Settings
 from kubectl_rollout.agent.transport.server import AgentServer
+from kubectl_rollout.agent.transport.warm_commands import WarmCommands
 from kubectl_rollout.jobs.next_steps import command
 
 log = logging.getLogger("kubectl_rollout.agent")
@@ -123,12 +124,16 @@ def run_agent(paths: AgentPaths | None = None, settings: Settings | None = None,
     host = JobHost(journal, settings, lease_holder=lease_holder_for(paths))
     agent = AgentServer(paths, host, settings)
     agent.on_stop = lambda: _exit_after(STOP_GRACE)
+    # Beside the agent for its whole life; it ends by itself when this process does, however that happens.
+    warm = WarmCommands.start(paths)
     try:
         asyncio.run(agent.serve())
     except Exception:
         log.exception("the agent failed; jobs it ran resume when it starts again")
         logging.shutdown()
         os._exit(1)
+    if warm is not None:
+        warm.stop()
     log.info("agent stopped")
     if agent.force_exit:
         # Worker threads are still in their engines; the journal has what they did, the resume does the rest.

@@ -1,0 +1,272 @@
+"""The warm command server against the real control plane: every eligible command, warm and in-process, alike.
+
+Each test has an agent of its own (a temporary ROLLOUT_PLUS_AGENT_DIR), so a
+warm command server of its own. Every command runs twice through the console
+script's thin client: with the server (and the test checks that the server
+did take it: the client's record of the child's pid) and with
+``ROLLOUT_PLUS_WARM=0`` (in-process, as without an agent); stdout, stderr and
+the exit code must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import manifests
+import pytest
+import yaml
+from fake_api_servers import answering_version_then_holding
+from kubeconfigs import write_kubeconfig
+from plugin import run_plugin
+
+from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.cli.warm.wire import ENV_WARM
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+#: the console scripts' module, run through a wrapper that notes when the warm server took the command
+WRAPPER = """\
+import sys
+from kubectl_rollout.cli.warm import client
+
+report = sys.argv.pop(1)
+original = client.WarmCommand._follow
+
+
+def follow(self, sock, reader):
+    with open(report, "w") as out:
+        out.write(str(self.child))
+    return original(self, sock, reader)
+
+
+client.WarmCommand._follow = follow
+sys.argv[0] = sys.argv.pop(1)
+client.main()
+"""
+PLUGIN = "kubectl-rollout_plus"
+COMPLETE = "kubectl_complete-rollout_plus"
+#: a server nothing listens on: refused at once
+REFUSING = "https://127.0.0.1:1"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stdout: bytes
+    stderr: bytes
+    code: int
+    warm: bool
+
+
+class Runner:
+    """Runs the thin client the way a console script does, warm or in-process."""
+
+    def __init__(self, paths: AgentPaths, scratch: Path) -> None:
+        self.paths = paths
+        self.scratch = scratch
+        self.wrapper = scratch / "client.py"
+        self.wrapper.write_text(WRAPPER)
+        self.count = 0
+
+    def env(self, *, warm: bool, **extra: str) -> dict[str, str]:
+        env = {**os.environ, ENV_DIR: str(self.paths.runtime_dir.parent), ENV_WARM: "1" if warm else "0", **extra}
+        env.pop("KUBECONFIG", None)
+        return {**env, **extra}
+
+    def start(
+        self, *args: str, warm: bool, program: str = PLUGIN, cwd: Path | None = None, **extra: str
+    ) -> tuple[subprocess.Popen[bytes], Path]:
+        self.count += 1
+        report = self.scratch / f"warm-{self.count}"
+        process = subprocess.Popen(
+            [sys.executable, str(self.wrapper), str(report), program, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=self.env(warm=warm, **extra),
+            cwd=cwd,
+        )
+        return process, report
+
+    def run(self, *args: str, warm: bool, program: str = PLUGIN, cwd: Path | None = None, **extra: str) -> Outcome:
+        process, report = self.start(*args, warm=warm, program=program, cwd=cwd, **extra)
+        stdout, stderr = process.communicate(timeout=60)
+        return Outcome(stdout, stderr, process.returncode, report.exists())
+
+    def both(self, *args: str, program: str = PLUGIN, **extra: str) -> tuple[Outcome, Outcome]:
+        warm = self.run(*args, warm=True, program=program, **extra)
+        cold = self.run(*args, warm=False, program=program, **extra)
+        assert warm.warm, f"the warm server did not take {args}: {warm}"
+        assert not cold.warm
+        return warm, cold
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _warm_servers_of(socket_path: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"kubectl_rollout.cli.warm" in cmdline and str(socket_path).encode() in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def _until(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout} s")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def warm(tmp_path: Path) -> Iterator[Runner]:
+    """An agent of this test's own, with its warm command server answering."""
+    directory = Path(tempfile.mkdtemp(prefix="rpw-", dir="/tmp"))
+    paths = agent_paths({ENV_DIR: str(directory)})
+    env = {**os.environ, ENV_DIR: str(directory)}
+    env.pop(ENV_WARM, None)
+    subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=env, check=True, timeout=60)
+    # The agent starts its warm server; it answers once it has imported the CLI.
+    _until(lambda: _answers(paths.commands_socket), timeout=60, what="warm command server")
+    servers = _warm_servers_of(paths.commands_socket)
+    yield Runner(paths, tmp_path)
+    subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "stop", "--force"], env=env, timeout=60)
+    # The server ends with its agent, by itself.
+    _until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in servers), timeout=30, what="warm server's end")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def workload(kubeconfig: Path, namespace: str, dedicated_nodes: Callable[[int], list[str]], tmp_path: Path) -> str:
+    """Managed workload ``web`` (one replica, on a node of this test's) in ``namespace``, rolled out."""
+    dedicated_nodes(1)
+    document = manifests.deployment("web", replicas=1, pod_spec=manifests.placement(namespace))
+    document["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first"}
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump(document))
+    applied = run_plugin("apply", "-f", str(path), "-n", namespace, "--in-process", kubeconfig=kubeconfig)
+    assert applied.returncode == 0, applied.stderr
+    return "web"
+
+
+def _same(warm: Outcome, cold: Outcome) -> None:
+    assert (warm.stdout, warm.stderr, warm.code) == (cold.stdout, cold.stderr, cold.code)
+
+
+def test_every_eligible_command_prints_and_exits_the_same_warm_and_in_process(
+    warm: Runner, kubeconfig: Path, namespace: str, workload: str, tmp_path: Path
+) -> None:
+    k = ["--kubeconfig", str(kubeconfig), "-n", namespace]
+    node = f"{namespace}-n0"
+    refusing = write_kubeconfig(tmp_path / "refusing", contexts={"gone": (REFUSING, None)}, current="gone")
+    cases: list[tuple[list[str], int]] = [
+        (["version", "--kubeconfig", str(kubeconfig)], 0),
+        (["version", "--client", "-o", "json"], 0),
+        (["history", workload, *k], 0),
+        (["history", workload, "--revision", "1", *k], 0),
+        (["history", "absent", *k], 1),
+        (["history", workload, "--revision", "lots", *k], 2),
+        (["history", *k], 2),
+        (["status", workload, *k], 0),
+        (["-n", namespace, "--kubeconfig", str(kubeconfig), "status", workload, "-o", "json"], 0),
+        (["status", "absent", *k], 1),
+        (["status", workload, "-o", "jsonl", *k], 2),
+        (["drain", node, "--plan", *k], 0),
+        (["drain", node, "--plan", "-o", "json", "--ignore-daemonsets", *k], 0),
+        (["drain", "absent-node", "--plan", *k], 1),
+        (["cordon", "absent-node", *k], 1),
+        (["uncordon", "absent-node", *k], 1),
+        (["jobs", "list"], 0),
+        (["jobs", "show", "0123456789ab"], 1),
+        (["history", workload, "--kubeconfig", str(refusing)], 1),
+        (["status", workload, "--kubeconfig", str(refusing)], 1),
+        (["cordon", node, "--kubeconfig", str(refusing)], 1),
+        (["drain", node, "--plan", "--kubeconfig", str(refusing)], 1),
+        (["version", "--kubeconfig", str(refusing)], 1),
+    ]
+    for args, code in cases:
+        warm_run, cold_run = warm.both(*args)
+        _same(warm_run, cold_run)
+        assert warm_run.code == code, (args, warm_run)
+    # Cordon and uncordon change the node: each way from the same state.
+    for command in ("cordon", "uncordon"):
+        warm_run = warm.run(command, node, *k, warm=True)
+        undo = warm.run("uncordon" if command == "cordon" else "cordon", node, *k, warm=False)
+        cold_run = warm.run(command, node, *k, warm=False)
+        assert (undo.code, warm_run.warm) == (0, True)
+        _same(warm_run, cold_run)
+        assert warm_run.stdout == f"node/{node} {command}ed\n".encode()
+    # kubectl's TAB: the test's own nodes (other tests add theirs), and a workload's flags.
+    for args in ([*k, "drain", f"{namespace}-"], [*k, "cordon", f"{namespace}-n"], ["history", "--rev"]):
+        warm_run, cold_run = warm.both(*args, program=COMPLETE)
+        _same(warm_run, cold_run)
+    assert warm.run(*k, "drain", f"{namespace}-", warm=True, program=COMPLETE).stdout == f"{node}\n:4\n".encode()
+
+
+def test_a_kubeconfig_changed_between_two_warm_commands_is_read_again(
+    warm: Runner, kubeconfig: Path, namespace: str, workload: str, tmp_path: Path
+) -> None:
+    config = yaml.safe_load(kubeconfig.read_text())
+    copy = tmp_path / "config"
+    for context in config["contexts"]:
+        context["context"]["namespace"] = namespace
+    copy.write_text(yaml.safe_dump(config))
+    first = warm.run("history", workload, warm=True, KUBECONFIG=str(copy))
+    assert (first.warm, first.code, first.stdout.startswith(b"workload/web\n")) == (True, 0, True), first
+    # The same file, now naming another namespace: the next command reads it again.
+    for context in config["contexts"]:
+        context["context"]["namespace"] = "default"
+    copy.write_text(yaml.safe_dump(config))
+    second = warm.run("history", workload, warm=True, KUBECONFIG=str(copy))
+    assert (second.warm, second.code, b'namespace "default"' in second.stderr) == (True, 1, True), second
+    # Another file in $KUBECONFIG (a context that cannot be reached), and a relative --kubeconfig (the cwd's).
+    refusing = write_kubeconfig(tmp_path / "refusing", contexts={"gone": (REFUSING, None)}, current="gone")
+    third = warm.run("history", workload, warm=True, KUBECONFIG=str(refusing))
+    assert (third.warm, third.code, b"127.0.0.1:1" in third.stderr) == (True, 1, True), third
+    relative = warm.run("history", workload, "--kubeconfig", "config", "-n", namespace, warm=True, cwd=tmp_path)
+    assert (relative.warm, relative.code) == (True, 0), relative
+
+
+def _interrupted(warm: Runner, kubeconfig: Path, *, through_warm: bool) -> Outcome:
+    """``history web`` against an API server that holds the request, Ctrl-C once it does."""
+    with answering_version_then_holding() as (url, held):
+        quiet = write_kubeconfig(kubeconfig, contexts={"quiet": (url, "default")}, current="quiet")
+        process, report = warm.start("history", "web", "--kubeconfig", str(quiet), warm=through_warm)
+        try:
+            assert held.wait(60), "the command never reached the API server"
+            process.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reaches the client, the foreground process
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            process.kill()
+        held.clear()
+    return Outcome(stdout, stderr, process.returncode, report.exists())
+
+
+def test_ctrl_c_reaches_the_command_and_the_client_ends_as_in_process(warm: Runner, tmp_path: Path) -> None:
+    warm_run = _interrupted(warm, tmp_path / "quiet", through_warm=True)
+    cold_run = _interrupted(warm, tmp_path / "quiet", through_warm=False)
+    assert (warm_run.warm, cold_run.warm) == (True, False)
+    _same(warm_run, cold_run)
+    assert warm_run.code != 0
