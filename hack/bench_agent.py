@@ -13,7 +13,7 @@ in-process (`drain --in-process -o jsonl`), and attached to the agent (`drain
 that attaches and never reads a byte (the agent drops it; it must not slow the
 job). Printed:
 
-- agent RSS idle (just started, no job) and peak (VmHWM) after the drain;
+- agent RSS idle (just started, no job), its peak (VmHWM) and what it holds after the drains;
 - the in-process CLI's peak RSS (median of its runs), beside `kubectl drain`'s on
   the same scenario (``--kubectl``: one run, before the others);
 - the journal's size after it (database + WAL), and per 1000 events;
@@ -423,6 +423,7 @@ def main() -> int:
             if agent.agent["pid"] != pid:
                 raise SystemExit(f"the agent (pid {pid}) was replaced by pid {agent.agent['pid']}: figures lost")
         peak = rss_kib(pid, "VmHWM")
+        after = rss_kib(pid, "VmRSS")
         paths = agent_paths()
         with connect_agent(name="bench") as agent:
             agent.shutdown()
@@ -452,6 +453,7 @@ def main() -> int:
         )
         print(f"agent RSS idle                      {idle / 1024:7.1f} MiB")
         print(f"agent RSS peak (VmHWM)              {peak / 1024:7.1f} MiB")
+        print(f"agent RSS after the drains, idle    {after / 1024:7.1f} MiB")
         runs = ", ".join(f"{p / 1024:.0f}" for p in peaks["in-process"])
         print(
             f"in-process CLI peak RSS (median)    {statistics.median(peaks['in-process']) / 1024:7.1f} MiB   ({runs})"
