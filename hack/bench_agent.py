@@ -3,7 +3,8 @@
 attached clients, and what running a drain in the agent costs against running it in-process.
 
 Scenario: N pods (default 1000) of 10 Deployments under PDBs (maxUnavailable 20%),
-Ready 1 s after start, on 3 kwok nodes made for the benchmark (3 more take the
+Ready 1 s after start, on kwok nodes made for the benchmark (3 up to 1000 pods,
+then one per 750 pods, as bench_tui.py: 7 for 5000; as many more take the
 replacements). The same drain runs on fresh, identical copies of the scenario
 (same nodes, a new namespace each time), ``--rounds`` times each way,
 alternating which goes first (in-process, attached, attached, in-process, ...):
@@ -12,8 +13,15 @@ in-process (`drain --in-process -o jsonl`), and attached to the agent (`drain
 that attaches and never reads a byte (the agent drops it; it must not slow the
 job). Printed:
 
-- agent RSS idle (just started, no job) and peak (VmHWM) after the drain;
-- the journal's size after it (database + WAL);
+- agent RSS idle (just started, no job), its peak (VmHWM) and what it holds after the drains;
+- the in-process CLI's peak RSS (median of its runs), beside `kubectl drain`'s on
+  the same scenario (``--kubectl``: one run, before the others);
+- the journal's size after it (database + WAL), and per 1000 events;
+- the agent's RSS with ``--finished-jobs`` (default 10) finished drains of N pods
+  in its journal: the attached runs' jobs, and copies of the last one's rows
+  under new ids up to that count; a new agent started on that journal, idle,
+  then after `jobs list` and reading every one of those jobs' events (as
+  `jobs attach` and the TUI's first paint do);
 - latency from an event's timestamp (stamped by the job's stream when the
   engine emits it) to its line arriving at each of the 3 clients: the CLI's
   stdout, read line by line, and 2 clients of the agent's own; p50 / p95;
@@ -23,6 +31,7 @@ job). Printed:
   attached CLI's (the extra clients run in this script, on the same cores).
 
     .venv/bin/python hack/bench_agent.py [--pods N] [--rounds N] [--extra-clients N] [--kubeconfig PATH]
+        [--kubectl] [--finished-jobs N]
 
 Without --kubeconfig it starts its own cluster in .cluster/bench-agent and stops it.
 """
@@ -32,10 +41,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import resource
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -48,7 +59,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_support import bench_cluster  # noqa: E402
+from bench_support import bench_cluster, timed  # noqa: E402
 
 from kubectl_rollout.agent.client import agent_running  # noqa: E402
 from kubectl_rollout.agent.client import connect as connect_agent  # noqa: E402
@@ -58,8 +69,16 @@ from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, con
 
 BENCH_DIR = ROOT / ".cluster" / "bench-agent"
 PLUGIN = Path(sys.executable).parent / "kubectl-rollout_plus"
+KUBECTL = ROOT / ".bin" / "kubectl"
 POOL = "rollout-plus.bench/pool"
 APPS = [f"app{i}" for i in range(10)]
+#: pods a drained node holds beyond 1000 pods (a kwok node here takes 1000 at most)
+PODS_PER_NODE = 750
+
+
+def nodes_for(pods: int) -> int:
+    """Drained nodes for ``pods`` pods: 3 up to 1000 pods, then one per ``PODS_PER_NODE``."""
+    return max(3, math.ceil(pods / PODS_PER_NODE))
 
 
 def node(name: str) -> dict[str, Any]:
@@ -194,13 +213,59 @@ def drain_command(kubeconfig: Path, namespace: str, targets: list[str], mode: st
     return [str(PLUGIN), "drain", *targets, mode, "-o", "jsonl", "--kubeconfig", str(kubeconfig), "-n", namespace]
 
 
-def in_process_run(kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]) -> float:
-    started = time.monotonic()
-    result = subprocess.run(drain_command(kubeconfig, namespace, targets, "--in-process"), env=env, capture_output=True)
-    elapsed = time.monotonic() - started
-    if result.returncode != 0:
-        raise SystemExit(f"the in-process drain failed: {result.stderr.decode()[-2000:]}")
-    return elapsed
+def in_process_run(kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall time and peak RSS (KiB) of the in-process CLI (``-o jsonl``, its output to a pipe)."""
+    elapsed, peak, _ = timed(drain_command(kubeconfig, namespace, targets, "--in-process"), env)
+    return elapsed, peak
+
+
+def kubectl_run(kubeconfig: Path, namespace: str, targets: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Wall time, peak RSS (KiB) and exit code of `kubectl drain` of the same nodes (one process for them all).
+
+    Its exit code is printed, not fatal: at 5000 pods some of its evictions meet a 409 (the PDB changed under
+    them), which kubectl reports as errors after draining every node.
+    """
+    command = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "drain", *targets, "--ignore-daemonsets"]
+    elapsed, peak, result = timed(command, env, check=False)
+    return elapsed, peak, result.returncode
+
+
+def copy_finished_jobs(journal: Path, count: int) -> int:
+    """Copies of the newest finished job (its row and events, under new ids) until the journal holds ``count``
+    finished jobs; how many finished jobs it holds then."""
+    db = sqlite3.connect(journal)
+    try:
+        finished = [row[0] for row in db.execute("SELECT id FROM jobs WHERE finished_at IS NOT NULL")]
+        if not finished:
+            raise SystemExit("no finished job in the journal to copy")
+        (newest,) = db.execute(
+            "SELECT id FROM jobs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1"
+        ).fetchone()
+        columns = [row[1] for row in db.execute("PRAGMA table_info(jobs)") if row[1] != "id"]
+        listed = ", ".join(columns)
+        for number in range(count - len(finished)):
+            copy = f"copy{number:02d}{newest[6:]}"
+            with db:
+                db.execute(f"INSERT INTO jobs (id, {listed}) SELECT ?, {listed} FROM jobs WHERE id = ?", (copy, newest))
+                db.execute(
+                    "INSERT INTO events (job, seq, type, body, coalesce_key) "
+                    "SELECT ?, seq, type, replace(body, ?, ?), coalesce_key FROM events WHERE job = ?",
+                    (copy, f'"job": "{newest}"', f'"job": "{copy}"', newest),
+                )
+        return max(count, len(finished))
+    finally:
+        db.close()
+
+
+def read_every_finished_job() -> int:
+    """`jobs list`, then every finished job's events, as `jobs attach` reads them; how many events in all."""
+    events = 0
+    with connect_agent(name="bench") as agent:
+        jobs = [job.id for job in agent.jobs() if job.state not in ("pending", "running")]
+    for job_id in jobs:
+        with connect_agent(name="bench") as agent:
+            events += sum(1 for _ in agent.attach(job_id))
+    return events
 
 
 def attached_run(
@@ -275,13 +340,21 @@ def main() -> int:
         "cores, so 0 measures the agent's own cost best",
     )
     parser.add_argument("--kubeconfig", type=Path, help="use this running cluster instead of starting one")
+    parser.add_argument("--kubectl", action="store_true", help="drain the same scenario with `kubectl drain` once")
+    parser.add_argument(
+        "--finished-jobs",
+        type=int,
+        default=10,
+        help="finished drains in the journal when the agent's RSS is measured with them (default 10; 0: skip)",
+    )
     args = parser.parse_args()
 
     kubeconfig, own_cluster = bench_cluster(args.kubeconfig, BENCH_DIR)
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
     stem = f"bench-agent-{os.getpid()}"
-    names = [f"{stem}-n{i}" for i in range(6)]
-    targets, spares = names[:3], names[3:]
+    count = nodes_for(args.pods)
+    names = [f"{stem}-n{i}" for i in range(2 * count)]
+    targets, spares = names[:count], names[count:]
     agent_dir = Path(tempfile.mkdtemp(prefix="rpa-bench-", dir="/tmp"))
     # One agent for the whole benchmark: in-process runs in a row leave it idle longer than its default 10 min.
     os.environ.update({ENV_DIR: str(agent_dir), ENV_IDLE: str(24 * 3600)})
@@ -309,22 +382,36 @@ def main() -> int:
         walls: dict[str, list[float]] = {"in-process": [], "attached": []}
         #: CPU seconds per drain: the in-process CLI; the agent plus the attached CLI
         cpus: dict[str, list[float]] = {"in-process": [], "attached": []}
+        #: peak RSS (KiB) of each in-process CLI, and of `kubectl drain`
+        peaks: dict[str, list[int]] = {"in-process": [], "kubectl": []}
         latencies: list[float] = []
         events = 0
+        journaled = 0
+        kubectl_exit = 0
         order = ["in-process", "attached", "attached", "in-process"] * ((args.rounds + 1) // 2)
-        for index, mode in enumerate(order[: 2 * args.rounds]):
+        if args.kubectl:
+            walls["kubectl"], cpus["kubectl"] = [], []
+            order = ["kubectl", *order[: 2 * args.rounds]]
+        for index, mode in enumerate(order[: 2 * args.rounds + int(args.kubectl)]):
             started = time.monotonic()
             namespace = f"{stem}-{index}"
             prepare(cluster, namespace, targets, spares, args.pods)
             cpu_before = children_cpu_seconds() + cpu_seconds(pid)
             if mode == "in-process":
-                walls[mode].append(in_process_run(kubeconfig, namespace, targets, env))
+                elapsed, peak_kib = in_process_run(kubeconfig, namespace, targets, env)
+                walls[mode].append(elapsed)
+                peaks[mode].append(peak_kib)
+            elif mode == "kubectl":
+                elapsed, peak_kib, kubectl_exit = kubectl_run(kubeconfig, namespace, targets, env)
+                walls[mode].append(elapsed)
+                peaks[mode].append(peak_kib)
             else:
                 elapsed, seen, events = attached_run(
                     kubeconfig, namespace, targets, env, extra_clients=args.extra_clients
                 )
                 walls[mode].append(elapsed)
                 latencies.extend(seen)
+                journaled += events
             cpus[mode].append(children_cpu_seconds() + cpu_seconds(pid) - cpu_before)
             clean(cluster, namespace, targets)
             print(
@@ -336,24 +423,58 @@ def main() -> int:
             if agent.agent["pid"] != pid:
                 raise SystemExit(f"the agent (pid {pid}) was replaced by pid {agent.agent['pid']}: figures lost")
         peak = rss_kib(pid, "VmHWM")
+        after = rss_kib(pid, "VmRSS")
         paths = agent_paths()
         with connect_agent(name="bench") as agent:
             agent.shutdown()
         wait_for("the agent to stop", lambda: not agent_running(paths), timeout=30)
         journal = paths.journal.stat().st_size
         dropped = paths.log.read_text().count("(never-reads): it read nothing for")
+        finished: tuple[int, int, int, int, int] | None = None
+        if args.finished_jobs:
+            # A new agent on a journal of finished drains: what it holds for them, idle and once read.
+            held = copy_finished_jobs(paths.journal, args.finished_jobs)
+            with connect_agent(name="bench") as agent:
+                pid = agent.agent["pid"]
+            time.sleep(3)
+            started_rss = rss_kib(pid, "VmRSS")
+            read = read_every_finished_job()
+            time.sleep(1)
+            finished = (held, started_rss, rss_kib(pid, "VmRSS"), rss_kib(pid, "VmHWM"), read)
+            with connect_agent(name="bench") as agent:
+                agent.shutdown()
+            wait_for("the agent to stop", lambda: not agent_running(paths), timeout=30)
         in_process = statistics.median(walls["in-process"])
         attached = statistics.median(walls["attached"])
 
         print(
-            f"\n== the agent: a drain of {args.pods} pods on 3 nodes, 10 Deployments under PDBs (maxUnavailable 20%) =="
+            f"\n== the agent: a drain of {args.pods} pods on {count} nodes, 10 Deployments under PDBs "
+            "(maxUnavailable 20%) =="
         )
         print(f"agent RSS idle                      {idle / 1024:7.1f} MiB")
         print(f"agent RSS peak (VmHWM)              {peak / 1024:7.1f} MiB")
+        print(f"agent RSS after the drains, idle    {after / 1024:7.1f} MiB")
+        runs = ", ".join(f"{p / 1024:.0f}" for p in peaks["in-process"])
+        print(
+            f"in-process CLI peak RSS (median)    {statistics.median(peaks['in-process']) / 1024:7.1f} MiB   ({runs})"
+        )
+        if args.kubectl:
+            print(
+                f"kubectl drain peak RSS              {peaks['kubectl'][0] / 1024:7.1f} MiB   "
+                f"(one run, {walls['kubectl'][0]:.1f} s, exit code {kubectl_exit})"
+            )
         print(
             f"journal after {args.rounds} attached drains      {journal / 1024:7.1f} KiB   "
-            f"({events} events each; in-process drains are not journaled)"
+            f"({events} events each; in-process drains are not journaled): "
+            f"{journal / 1024 / max(journaled, 1) * 1000:.1f} KiB per 1000 events"
         )
+        if finished is not None:
+            held, started_rss, read_rss, read_peak, read = finished
+            print(
+                f"agent RSS, {held} finished {args.pods}-pod drains in its journal: {started_rss / 1024:.1f} MiB "
+                f"started; {read_rss / 1024:.1f} MiB (peak {read_peak / 1024:.1f}) after `jobs list` and reading "
+                f"every job's {read // held} events (target <= 150 MiB)"
+            )
         readers = 1 + args.extra_clients
         print(
             f"event -> client latency, {readers} client(s)  p50 {1000 * statistics.median(latencies):6.1f} ms   "

@@ -29,7 +29,7 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import selector_matches, selector_to_string
 from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, driver_lease_name, record_name
-from kubectl_rollout.kube.watched_collection import WatchedCollection
+from kubectl_rollout.kube.watched_collection import Transform, WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
 from kubectl_rollout.rollout import operations, replica_sets
 from kubectl_rollout.rollout.plan import (
@@ -62,7 +62,7 @@ from kubectl_rollout.rollout.state import (
     status_message,
     sync_rollout_status,
 )
-from kubectl_rollout.rollout.template_hash import HASH_LABEL
+from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
 
 #: waiting reasons that mean a new pod will not start without a change to the workload
 IMAGE_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
@@ -146,9 +146,16 @@ class RolloutDriver:
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
 
-    def _watch(self, list_func: Callable[..., Any], description: str, **kwargs: Any) -> WatchedCollection:
+    def _watch(
+        self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
+    ) -> WatchedCollection:
         return WatchedCollection(
-            list_func, description=description, on_change=self._wake.set, namespace=self.namespace, **kwargs
+            list_func,
+            description=description,
+            on_change=self._wake.set,
+            transform=transform,
+            namespace=self.namespace,
+            **kwargs,
         ).start()
 
     def run(self) -> RolloutResult:
@@ -224,6 +231,8 @@ class RolloutDriver:
                     pods = self._watch(
                         self.cluster.core.list_namespaced_pod,
                         "pods",
+                        # the few fields the driver reads (watched_pods.py), not the pods' models
+                        transform=watched_pod,
                         label_selector=selector_to_string(record.spec.selector),
                     )
                     watches.append(pods)
@@ -276,7 +285,7 @@ class RolloutDriver:
     # --- one pass ---------------------------------------------------------------------
 
     def _sync(
-        self, record: Record, all_rs: list[Any], pods: list[Any], pdbs: WatchedCollection | None
+        self, record: Record, all_rs: list[Any], pods: list[WatchedPod], pdbs: WatchedCollection | None
     ) -> RolloutResult | None:
         if record.generation < self._awaited_generation:
             return None  # our own spec change (a rollback) has not come back through the watch yet
@@ -296,9 +305,9 @@ class RolloutDriver:
         uids = {rs.metadata.uid for rs in mine}
         pod_phases: dict[str, list[str]] = {}
         for pod in pods:
-            owner = next((ref.uid for ref in pod.metadata.owner_references or [] if ref.controller), None)
+            owner = pod.controller_uid
             if owner is not None and owner in uids:
-                pod_phases.setdefault(str(owner), []).append((pod.status.phase if pod.status else None) or "Pending")
+                pod_phases.setdefault(str(owner), []).append(pod.phase or "Pending")
         running = old_pods_running(
             new_uid=new_rs.metadata.uid if new_rs is not None else None,
             old_status_replicas=[m.current for m in managed if new is None or m.name != new.name],
@@ -522,37 +531,34 @@ class RolloutDriver:
             spent = 0
         self._spent[budget.metadata.uid] = (budget.metadata.resource_version, spent + count)
 
-    def _pod_failures(self, status: RolloutStatus, new_rs: Any, pods: list[Any], now: float) -> RolloutStatus:
+    def _pod_failures(self, status: RolloutStatus, new_rs: Any, pods: list[WatchedPod], now: float) -> RolloutStatus:
         """New pods that crash-loop past the threshold, or cannot pull their image, fail the rollout."""
         self._failure = None
         if new_rs is None:
             return status
         new_hash = replica_sets.pod_template_hash_of(new_rs)
         for pod in pods:
-            if (pod.metadata.labels or {}).get(HASH_LABEL) != new_hash:
+            if pod.template_hash != new_hash:
                 continue
-            for container in (pod.status.container_statuses or []) if pod.status else []:
-                waiting = container.state.waiting if container.state else None
-                if waiting is None:
-                    continue
-                if waiting.reason in IMAGE_FAILURES:
+            for container in pod.waiting:
+                if container.reason in IMAGE_FAILURES:
                     message = (
-                        f"pod {pod.metadata.name}: container {container.name} cannot pull its image "
-                        f"({waiting.reason}): {waiting.message or container.image}"
+                        f"pod {pod.name}: container {container.name} cannot pull its image "
+                        f"({container.reason}): {container.message or container.image}"
                     )
-                elif waiting.reason == "CrashLoopBackOff" and container.restart_count >= self.fail_after_restarts:
+                elif container.reason == "CrashLoopBackOff" and container.restart_count >= self.fail_after_restarts:
                     message = (
-                        f"pod {pod.metadata.name}: container {container.name} is in CrashLoopBackOff "
+                        f"pod {pod.name}: container {container.name} is in CrashLoopBackOff "
                         f"(restarted {container.restart_count} times)"
                     )
                 else:
                     continue
                 self._failure = _PodFailure(
-                    pod=pod.metadata.name,
+                    pod=pod.name,
                     container=container.name,
-                    reason=waiting.reason,
-                    restart_count=container.restart_count or 0,
-                    image=container.image or "",
+                    reason=container.reason,
+                    restart_count=container.restart_count,
+                    image=container.image,
                 )
                 cond = condition(REPLICA_FAILURE, True, PODS_FAILING, message, now)
                 return dataclasses.replace(status, conditions=set_condition(status.conditions, cond))

@@ -10,9 +10,12 @@ then proves changes still arrive.
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import pytest
 from kubernetes import client
 
+from kubectl_rollout.kube import watched_collection
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
@@ -55,3 +58,95 @@ def test_changes_still_arrive_after_bookmarks_and_expired_watches(cluster: Clust
     finally:
         collection.stop()
         cluster.core.delete_namespaced_config_map(churn, "default")
+
+
+def _labelled(name: str) -> client.V1ConfigMap:
+    """A config map of these tests (the namespace holds the API server's own kube-root-ca.crt too)."""
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={LABEL: "yes"}), data={"k": "v"})
+
+
+LABEL = "rollout-plus.test/paged"
+
+
+def test_a_transformed_collection_lists_in_pages_and_keeps_only_what_it_is_given(
+    cluster: Cluster, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watched_collection, "PAGE_SIZE", 2)
+    for index in range(5):
+        cluster.core.create_namespaced_config_map(namespace, _labelled(f"cm-{index}"))
+    seen: list[dict[str, Any]] = []
+
+    def keep(config_map: dict[str, Any]) -> str:
+        seen.append(config_map)
+        return str(config_map["data"]["k"])
+
+    pages: list[int] = []
+
+    def listing(**kwargs: Any) -> Any:
+        if not kwargs.get("watch"):
+            pages.append(kwargs["limit"])
+        return cluster.core.list_namespaced_config_map(**kwargs)
+
+    collection = WatchedCollection(
+        listing,
+        namespace=namespace,
+        description="config maps",
+        transform=keep,
+        label_selector=f"{LABEL}=yes",
+    ).start()
+    try:
+        # Five objects in pages of two: one snapshot, every object once, as JSON (camelCase keys).
+        assert sorted(collection.objects_locked()) == [(namespace, f"cm-{i}") for i in range(5)]
+        assert pages == [2, 2, 2]
+        assert collection.snapshot() == ["v"] * 5
+        assert all("resourceVersion" in cm["metadata"] for cm in seen)
+        cluster.core.patch_namespaced_config_map("cm-1", namespace, {"data": {"k": "changed"}})
+        cluster.core.delete_namespaced_config_map("cm-2", namespace)
+        cluster.core.create_namespaced_config_map(namespace, _labelled("cm-5"))
+
+        def caught_up(c: WatchedCollection) -> bool:
+            objects = c.objects_locked()
+            return (
+                objects.get((namespace, "cm-1")) == "changed"
+                and (namespace, "cm-2") not in objects
+                and (namespace, "cm-5") in objects
+            )
+
+        assert collection.wait_until(caught_up, 10, None), collection.objects_locked()
+        assert collection.get((namespace, "cm-5")) == "v"
+    finally:
+        collection.stop()
+
+
+def test_a_transformed_collection_lists_again_when_its_watch_expires(cluster: Cluster, namespace: str) -> None:
+    """A resourceVersion too old (410 Gone, as after etcd's compaction) ends in a fresh list, not an error."""
+    cluster.core.create_namespaced_config_map(namespace, _labelled("first"))
+    collection = WatchedCollection(
+        cluster.core.list_namespaced_config_map,
+        namespace=namespace,
+        description="config maps",
+        transform=lambda cm: cm["metadata"]["name"],
+        label_selector=f"{LABEL}=yes",
+    )
+    lists = 0
+    real_list = collection._list_json
+
+    def counted(transform: Any) -> Any:
+        nonlocal lists
+        lists += 1
+        objects, version = real_list(transform)
+        # The first watch starts from a version long compacted: the server answers 410 Gone.
+        return objects, ("1" if lists == 1 else version)
+
+    collection._list_json = counted  # type: ignore[method-assign]
+    collection.start()
+    try:
+        cluster.core.create_namespaced_config_map(namespace, _labelled("second"))
+        assert collection.wait_until(lambda c: (namespace, "second") in c.objects_locked(), 20, None), (
+            collection.last_error
+        )
+        assert lists >= 2
+        assert getattr(collection.last_error, "status", None) == 410, collection.last_error
+        assert sorted(collection.snapshot()) == ["first", "second"]
+    finally:
+        collection.stop()
