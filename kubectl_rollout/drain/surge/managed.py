@@ -9,7 +9,7 @@ no Deployment owner against that ReplicaSet's own count), and holds the
 driver's Lease meanwhile (``leases``), so no driver, ``apply`` or ``scale``
 moves the count under it.
 
-The drain may not import the rollout package (the layers of DESIGN.md keep
+The drain may not import the rollout package (the import contracts of pyproject.toml keep
 drain and rollout apart): the names of the record it reads are both packages'
 own, in ``kube.record_names``.
 """
