@@ -86,18 +86,65 @@ class RunningPlugin:
         return subprocess.CompletedProcess(self.process.args, self.process.returncode, "".join(self.stdout), stderr)
 
 
-def wait_for_warm_server(runtime_dir: Path, *, timeout: float = 60) -> None:
-    """Until the agent's warm command server (started with the agent) answers: its imports, a second of CPU on
-    a loaded machine, are done, and no longer compete with what a test measures next."""
+#: the console scripts' module, run through a wrapper: its first argument names a file where it writes the warm
+#: child's pid once the warm server took the command, its second is the program's name (argv[0])
+WARM_WRAPPER = """\
+import sys
+from kubectl_rollout.cli.warm import client
+
+report = sys.argv.pop(1)
+original = client.WarmCommand._follow
+
+
+def follow(self, sock, reader):
+    with open(report, "w") as out:
+        out.write(str(self.child))
+    return original(self, sock, reader)
+
+
+client.WarmCommand._follow = follow
+sys.argv[0] = sys.argv.pop(1)
+client.main()
+"""
+
+
+def socket_answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path`` now."""
     import socket
 
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def wait_for_warm_server(runtime_dir: Path, *, timeout: float = 60) -> None:
+    """Until the agent's warm command server (started with the agent) answers: its imports, a second of CPU on
+    a loaded machine, are done, and no longer compete with what a test measures next.
+
+    The one wait here that asks again and again: the server is the agent's child, so a test holds neither its
+    stderr (where it says it listens) nor a pipe of it; connecting is the only sign it gives."""
     deadline = time.monotonic() + timeout
-    while True:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(str(runtime_dir / "commands.sock"))
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"no warm command server in {runtime_dir} within {timeout} s") from None
+    while not socket_answers(runtime_dir / "commands.sock"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no warm command server in {runtime_dir} within {timeout} s")
         time.sleep(0.05)
+
+
+def wait_for_exit(pid: int, *, timeout: float, what: str) -> None:
+    """Until process ``pid`` (any process, not only a child of this one) has ended: a pidfd turns readable then."""
+    import select
+
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # ended already
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if not poller.poll(timeout * 1000):
+            raise AssertionError(f"no {what} within {timeout} s")
+    finally:
+        os.close(pidfd)

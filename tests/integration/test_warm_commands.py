@@ -13,11 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,32 +25,13 @@ import pytest
 import yaml
 from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
-from plugin import run_plugin
+from plugin import WARM_WRAPPER, run_plugin, wait_for_exit, wait_for_warm_server
 
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
 from kubectl_rollout.cli.warm.wire import ENV_WARM
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-#: the console scripts' module, run through a wrapper that notes when the warm server took the command
-WRAPPER = """\
-import sys
-from kubectl_rollout.cli.warm import client
-
-report = sys.argv.pop(1)
-original = client.WarmCommand._follow
-
-
-def follow(self, sock, reader):
-    with open(report, "w") as out:
-        out.write(str(self.child))
-    return original(self, sock, reader)
-
-
-client.WarmCommand._follow = follow
-sys.argv[0] = sys.argv.pop(1)
-client.main()
-"""
 PLUGIN = "kubectl-rollout_plus"
 COMPLETE = "kubectl_complete-rollout_plus"
 #: a server nothing listens on: refused at once
@@ -74,7 +53,7 @@ class Runner:
         self.paths = paths
         self.scratch = scratch
         self.wrapper = scratch / "client.py"
-        self.wrapper.write_text(WRAPPER)
+        self.wrapper.write_text(WARM_WRAPPER)
         self.count = 0
 
     def env(self, *, warm: bool, **extra: str) -> dict[str, str]:
@@ -110,15 +89,6 @@ class Runner:
         return warm, cold
 
 
-def _answers(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
-
-
 def _warm_servers_of(socket_path: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -132,14 +102,6 @@ def _warm_servers_of(socket_path: Path) -> list[int]:
     return found
 
 
-def _until(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout} s")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def warm(tmp_path: Path) -> Iterator[Runner]:
     """An agent of this test's own, with its warm command server answering."""
@@ -149,12 +111,13 @@ def warm(tmp_path: Path) -> Iterator[Runner]:
     env.pop(ENV_WARM, None)
     subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=env, check=True, timeout=60)
     # The agent starts its warm server; it answers once it has imported the CLI.
-    _until(lambda: _answers(paths.commands_socket), timeout=60, what="warm command server")
+    wait_for_warm_server(paths.runtime_dir)
     servers = _warm_servers_of(paths.commands_socket)
     yield Runner(paths, tmp_path)
     subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "stop", "--force"], env=env, timeout=60)
     # The server ends with its agent, by itself.
-    _until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in servers), timeout=30, what="warm server's end")
+    for pid in servers:
+        wait_for_exit(pid, timeout=30, what="warm server's end")
     shutil.rmtree(directory, ignore_errors=True)
 
 

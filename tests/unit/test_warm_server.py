@@ -10,60 +10,17 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_api_servers import answering_version_then_holding
 from kubeconfigs import write_kubeconfig
+from plugin import WARM_WRAPPER, wait_for_exit
 
 from kubectl_rollout.cli.warm.wire import Reader, identity, newest_source, send
 
 pytestmark = pytest.mark.timeout(120)
-
-WRAPPER = """\
-import sys
-from kubectl_rollout.cli.warm import client
-
-report = sys.argv.pop(1)
-original = client.WarmCommand._follow
-
-
-def follow(self, sock, reader):
-    with open(report, "w") as out:
-        out.write(str(self.child))
-    return original(self, sock, reader)
-
-
-client.WarmCommand._follow = follow
-sys.argv[0] = "kubectl-rollout_plus"
-client.main()
-"""
-
-
-def _until(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout} s")
-        time.sleep(0.02)
-
-
-def _answers(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def _children(pid: int) -> list[str]:
@@ -90,9 +47,12 @@ class Server:
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        _until(lambda: _answers(self.socket), timeout=60, what="warm server")
+        # It says so on stderr once it listens (the line the agent copies into its log).
+        assert self.process.stderr is not None
+        ready = self.process.stderr.readline().decode()
+        assert "listening on" in ready, ready
         self.wrapper = directory / "client.py"
-        self.wrapper.write_text(WRAPPER)
+        self.wrapper.write_text(WARM_WRAPPER)
         self.runs = 0
 
     def run(self, *args: str, warm: bool = True) -> tuple[bytes, bytes, int, bool]:
@@ -100,7 +60,10 @@ class Server:
         report = self.directory / f"warm-{self.runs}"
         env = {**os.environ, "ROLLOUT_PLUS_AGENT_DIR": str(self.directory), "ROLLOUT_PLUS_WARM": "1" if warm else "0"}
         done = subprocess.run(
-            [sys.executable, str(self.wrapper), str(report), *args], capture_output=True, env=env, timeout=60
+            [sys.executable, str(self.wrapper), str(report), "kubectl-rollout_plus", *args],
+            capture_output=True,
+            env=env,
+            timeout=60,
         )
         return done.stdout, done.stderr, done.returncode, report.exists()
 
@@ -178,8 +141,14 @@ def test_a_childs_status_comes_back_and_a_client_that_leaves_takes_its_command_a
         sock.close()  # the client is gone: so is its command
         pid = reply["pid"]
         assert isinstance(pid, int)
-        _until(lambda: _gone(pid), timeout=30, what="end of the abandoned command")
-    _until(lambda: _children(server.process.pid) == [], timeout=30, what="the abandoned child reaped")
+        wait_for_exit(pid, timeout=30, what="end of the abandoned command")
+    # The server reaps every ended child whenever one ends: once a later command's status is back, the abandoned
+    # one has been reaped too.
+    sock, reply = server.request()
+    assert reply is not None
+    assert Reader().receive(sock) == {"wait_status": 0}
+    sock.close()
+    assert _children(server.process.pid) == []
 
 
 def test_the_server_ends_when_the_agents_pipe_closes(server: Server) -> None:
@@ -195,7 +164,16 @@ def test_sigint_to_the_client_is_passed_on_to_the_command(server: Server, tmp_pa
         env = {**os.environ, "ROLLOUT_PLUS_AGENT_DIR": str(server.directory)}
         report = tmp_path / "report"
         client = subprocess.Popen(
-            [sys.executable, str(server.wrapper), str(report), "history", "web", "--kubeconfig", str(quiet)],
+            [
+                sys.executable,
+                str(server.wrapper),
+                str(report),
+                "kubectl-rollout_plus",
+                "history",
+                "web",
+                "--kubeconfig",
+                str(quiet),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
