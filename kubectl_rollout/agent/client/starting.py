@@ -21,21 +21,14 @@ from pathlib import Path
 import kubectl_rollout
 from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 
-#: how often a client waiting for the spawn lock tries it again
-LOCK_POLL = 0.05
-
 
 @contextlib.asynccontextmanager
 async def spawn_lock(path: Path) -> AsyncIterator[None]:
-    """Hold ``path``'s flock; waits without blocking the loop (a TUI's) while another client starts the agent."""
+    """Hold ``path``'s flock. While another client starts the agent, the wait blocks a worker thread, not the
+    loop (a TUI's), and ends when the kernel hands the lock over."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                await asyncio.sleep(LOCK_POLL)
+        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
