@@ -10,17 +10,16 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
 
 from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, NON_NEGATIVE_INT64, OBJECT_NAME, count
+from kubectl_rollout.cli.cluster_completion import complete_nodes
 from kubectl_rollout.cli.job_options import agent_options
-from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster, settings_from
+from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster
 from kubectl_rollout.jobs import next_steps
-from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.label_selectors import validate_label_selector
 
 # The engine, the cluster access and the permission checks import the
@@ -60,39 +59,6 @@ def _surge_max(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     return value.strip()
 
 
-def _complete_nodes(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """Node names from the cluster, for TAB; silent (no candidates) when it cannot be reached."""
-    import urllib3
-    import yaml
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
-
-    from kubectl_rollout.kube.cluster_access import connect
-
-    # what asking the cluster can raise: no usable kubeconfig, an API error, no connection
-    unreachable = (
-        UserFacingError,
-        ConfigException,
-        yaml.YAMLError,
-        ApiException,
-        urllib3.exceptions.HTTPError,
-        OSError,
-    )
-    flags = {k: ctx.params.get(k) for k in ("kubeconfig", "context")}
-    try:
-        settings = replace(settings_from(ctx, **flags), request_timeout=3.0)
-        cluster = connect(settings)
-        try:
-            names = [n.metadata.name for n in cluster.core.list_node().items]
-        finally:
-            cluster.close()
-    except unreachable as err:
-        # No cluster, no candidates: TAB must never print a traceback into the prompt.
-        log.debug("no node names to complete: %s", err)
-        return []
-    return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]
-
-
 def _check_targets(nodes: tuple[str, ...], selector: str, command: str) -> None:
     if not nodes and not selector:
         raise UsageError(f"{command} needs NODE names or -l/--selector; e.g. kubectl rollout-plus {command} node-1")
@@ -121,7 +87,7 @@ _selector_option = click.option(
 
 
 @click.command()
-@click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=_complete_nodes)
+@click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=complete_nodes)
 @_selector_option
 @click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
 @click.option(
@@ -383,7 +349,7 @@ def _cordon_command(name: str, *, cordoned: bool) -> click.Command:
     verb = "cordon" if cordoned else "uncordon"
 
     @click.command(name=name)
-    @click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=_complete_nodes)
+    @click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=complete_nodes)
     @_selector_option
     @_dry_run_option
     @global_options

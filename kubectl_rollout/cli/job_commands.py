@@ -20,8 +20,9 @@ import click
 from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.protocol import JobInfo
+from kubectl_rollout.cli.agent_choice import wants_agent
 from kubectl_rollout.cli.interruptible import CtrlC, run_interruptibly
-from kubectl_rollout.cli.job_options import tui_requested, wants_agent
+from kubectl_rollout.cli.job_options import tui_requested
 from kubectl_rollout.cli.options import Failure
 from kubectl_rollout.jobs.events.base import Envelope
 from kubectl_rollout.jobs.events.job import JobFinished, JobState

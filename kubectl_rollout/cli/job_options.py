@@ -5,17 +5,14 @@ click alone: job commands' modules apply these at import, and `--help` and TAB i
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from kubectl_rollout.cli.agent_choice import ENV_AGENT
 
-#: 1 runs job commands in the agent, 0 in-process; unset: the agent when stdout is a terminal
-ENV_AGENT = "ROLLOUT_PLUS_AGENT"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: where ``--tui`` leaves its choice (in the context's meta: no job command's signature has to carry it)
@@ -53,16 +50,3 @@ def agent_options(command_function: F) -> F:
         help=f"Run the job in the local agent (it survives this terminal) or in this process. Default: the agent "
         f"when stdout is a terminal, else in-process; {ENV_AGENT}=1/0 chooses too.",
     )(command_function)
-
-
-def wants_agent(choice: bool | None, environ: Mapping[str, str] | None = None, *, terminal: bool | None = None) -> bool:
-    """The flag if given, else $ROLLOUT_PLUS_AGENT, else whether stdout is a terminal."""
-    if choice is not None:
-        return choice
-    env = os.environ if environ is None else environ
-    given = env.get(ENV_AGENT, "").strip().lower()
-    if given in ("1", "true", "yes", "on"):
-        return True
-    if given in ("0", "false", "no", "off"):
-        return False
-    return sys.stdout.isatty() if terminal is None else terminal

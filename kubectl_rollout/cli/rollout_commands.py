@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, OBJECT_NAME, REPLICAS, REVISION, count
+from kubectl_rollout.cli.cluster_completion import complete_deployments, complete_restart_targets, complete_workloads
 from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
 from kubectl_rollout.cli.options import global_options, open_cluster
@@ -201,7 +202,7 @@ def set_group() -> None:
 
 
 @set_group.command("image")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.argument("images", nargs=-1, required=True, metavar="CONTAINER=IMAGE...")
 @_drive_options
 @global_options
@@ -221,7 +222,7 @@ def set_image(ctx: click.Context, /, name: str, images: tuple[str, ...], **optio
 
 
 @click.command("scale")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.option(
     "--replicas",
     type=REPLICAS,
@@ -241,7 +242,7 @@ def scale(ctx: click.Context, /, name: str, replicas: int, **options: Any) -> No
 
 
 @click.command("restart")
-@click.argument("name", metavar="NAME | KIND/NAME")
+@click.argument("name", metavar="NAME | KIND/NAME", shell_complete=complete_restart_targets)
 @click.option(
     "--grace-period",
     type=GRACE_PERIOD,
@@ -314,7 +315,7 @@ def restart(
 
 
 @click.command("pause")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @global_options
 @click.pass_context
 def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
@@ -326,7 +327,7 @@ def pause(ctx: click.Context, /, name: str, **flags: Any) -> None:
 
 
 @click.command("resume")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @_drive_options
 @global_options
 @click.pass_context
@@ -338,7 +339,7 @@ def resume(ctx: click.Context, /, name: str, **options: Any) -> None:
 
 
 @click.command("status")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.option("-w", "--watch", is_flag=True, help="Follow (and drive, if no one else does) until the rollout ends.")
 @click.option("--timeout", default=None, callback=_duration, metavar="DURATION", help="Stop watching after this long.")
 @click.option(
@@ -399,7 +400,7 @@ def status(
 
 
 @click.command("history")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.option("--revision", type=REVISION, default=0, help="Show the pod template of this revision.")
 @global_options
 @click.pass_context
@@ -428,7 +429,7 @@ def history(ctx: click.Context, /, name: str, revision: int, **flags: Any) -> No
 
 
 @click.command("undo")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.option("--to-revision", type=REVISION, default=0, help="The revision to return to (default: the previous one).")
 @_drive_options
 @global_options
@@ -441,7 +442,7 @@ def undo(ctx: click.Context, /, name: str, to_revision: int, **options: Any) -> 
 
 
 @click.command("delete")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @global_options
 @click.pass_context
 def delete(ctx: click.Context, /, name: str, **flags: Any) -> None:
@@ -472,7 +473,7 @@ def _deployment_name(target: str) -> str:
 
 
 @click.command("adopt")
-@click.argument("target", metavar="deployment/NAME")
+@click.argument("target", metavar="deployment/NAME", shell_complete=complete_deployments)
 @global_options
 @click.pass_context
 def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
@@ -492,7 +493,7 @@ def adopt(ctx: click.Context, /, target: str, **flags: Any) -> None:
 
 
 @click.command("release")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @global_options
 @click.pass_context
 def release(ctx: click.Context, /, name: str, **flags: Any) -> None:

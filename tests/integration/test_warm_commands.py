@@ -10,12 +10,14 @@ the exit code must be the same bytes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,10 @@ from kubeconfigs import write_kubeconfig
 from plugin import WARM_WRAPPER, run_plugin, wait_for_exit, wait_for_warm_server
 
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
+from kubectl_rollout.agent.settings import ENV_IDLE
 from kubectl_rollout.cli.warm.wire import ENV_WARM
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.rollout import record as managed_record
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -186,6 +191,11 @@ def test_every_eligible_command_prints_and_exits_the_same_warm_and_in_process(
         warm_run, cold_run = warm.both(*args, program=COMPLETE)
         _same(warm_run, cold_run)
     assert warm.run(*k, "drain", f"{namespace}-", warm=True, program=COMPLETE).stdout == f"{node}\n:4\n".encode()
+    # ... and the namespace's managed workloads, for every command that takes one
+    for command in (["status"], ["history"], ["set", "image"], ["undo"], ["restart"]):
+        warm_run, cold_run = warm.both(*k, *command, "w", program=COMPLETE)
+        _same(warm_run, cold_run)
+        assert warm_run.stdout == b"web\n:4\n", (command, warm_run)
 
 
 def test_a_kubeconfig_changed_between_two_warm_commands_is_read_again(
@@ -233,3 +243,60 @@ def test_ctrl_c_reaches_the_command_and_the_client_ends_as_in_process(warm: Runn
     assert (warm_run.warm, cold_run.warm) == (True, False)
     _same(warm_run, cold_run)
     assert warm_run.code != 0
+
+
+def test_commands_answered_warm_keep_an_idle_agent_from_exiting(tmp_path: Path) -> None:
+    # An agent with no job and no client exits when idle; one whose warm server answers the user's commands is in
+    # use, and its exit would leave the next command to a cold start.
+    idle = 3.0
+    directory = Path(tempfile.mkdtemp(prefix="rpw-", dir="/tmp"))
+    paths = agent_paths({ENV_DIR: str(directory)})
+    env = {**os.environ, ENV_DIR: str(directory), ENV_IDLE: str(idle)}
+    env.pop(ENV_WARM, None)
+    try:
+        subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=env, check=True, timeout=60)
+        wait_for_warm_server(paths.runtime_dir)
+        agent = int(paths.pid_file.read_text())
+        runner = Runner(paths, tmp_path)
+        started = time.monotonic()
+        answered = 0
+        while time.monotonic() - started < 3 * idle:
+            outcome = runner.run("version", "--client", warm=True)
+            assert (outcome.warm, outcome.code) == (True, 0), f"after {answered} warm commands: {outcome}"
+            answered += 1
+        assert Path(f"/proc/{agent}").exists(), f"the agent exited although {answered} commands used it"
+        # Left alone, it still exits when idle (and its warm server with it).
+        wait_for_exit(agent, timeout=10 * idle, what="idle agent's exit")
+    finally:
+        subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "stop", "--force"], env=env, timeout=60)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_job_command_in_the_agent_is_submitted_and_followed_from_a_warm_child(
+    warm: Runner, kubeconfig: Path, namespace: str, workload: str, cluster: Cluster
+) -> None:
+    k = ["--kubeconfig", str(kubeconfig), "-n", namespace]
+    # What fails before a job exists fails alike, warm or not.
+    for args, code in [
+        (["set", "image", "absent", "app=registry.example/app:v2", "--agent", *k], 1),
+        (["set", "image", workload, "no-equals-sign", "--agent", *k], 2),
+        (["scale", workload, "--replicas", "-1", "--agent", *k], 2),
+        (["drain", "absent-node", "--agent", *k], 1),
+    ]:
+        warm_run, cold_run = warm.both(*args)
+        _same(warm_run, cold_run)
+        assert warm_run.code == code, (args, warm_run)
+    # A real change: the warm child submits it to the agent and follows it to its end, as the CLI would.
+    image = "registry.example/app:v2"
+    changed = warm.run("set", "image", workload, f"app={image}", "--agent", *k, warm=True)
+    assert (changed.warm, changed.code) == (True, 0), changed
+    assert changed.stdout.decode().endswith(f'deployment "{workload}" successfully rolled out\n'), changed
+    record = managed_record.read(cluster, namespace, workload)
+    assert [c["image"] for c in record.manifest["spec"]["template"]["spec"]["containers"]] == [image]
+    # The job ran in the agent (its journal has it), not in the command's child.
+    listed = warm.run("jobs", "list", "-o", "json", warm=True)
+    jobs = json.loads(listed.stdout)
+    succeeded = [(j["kind"], j["target"]) for j in jobs if j["state"] == "succeeded"]
+    assert succeeded == [("rollout", f"workload/{workload}")], jobs
+    followed = warm.run("status", workload, "-w", "--agent", *k, warm=True)
+    assert (followed.warm, followed.code) == (True, 0), followed

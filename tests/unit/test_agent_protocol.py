@@ -196,7 +196,7 @@ def test_a_second_restart_of_a_workload_conflicts_in_its_namespace_only() -> Non
     ],
 )
 def test_where_a_job_runs(flag: bool | None, env: dict[str, str], terminal: bool, agent: bool) -> None:
-    from kubectl_rollout.cli.job_options import wants_agent
+    from kubectl_rollout.cli.agent_choice import wants_agent
 
     assert wants_agent(flag, env, terminal=terminal) is agent
 

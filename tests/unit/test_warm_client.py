@@ -13,7 +13,7 @@ import pytest
 
 from kubectl_rollout.agent.paths import agent_paths
 from kubectl_rollout.cli.warm.child import exit_code_of
-from kubectl_rollout.cli.warm.eligibility import eligible
+from kubectl_rollout.cli.warm.eligibility import eligible, follows_a_job
 from kubectl_rollout.cli.warm.wire import Reader, encode, exit_code, send, socket_path
 
 ELIGIBLE = [
@@ -33,6 +33,7 @@ ELIGIBLE = [
     "jobs list",
     "jobs show 0123456789ab",
     "--context x jobs --context y list",
+    "pause web",
 ]
 NOT_ELIGIBLE = [
     "",  # the group's usage
@@ -43,7 +44,7 @@ NOT_ELIGIBLE = [
     "status web --watch",
     "status web -wo jsonl",
     "status -w web --timeout 1m",
-    "drain node-1",  # a job
+    "drain node-1",  # a job, here not in a terminal: in-process
     "drain node-1 --plan --detach",
     "drain node-1 --plan --tui",
     "jobs attach 0123456789ab",
@@ -60,14 +61,47 @@ NOT_ELIGIBLE = [
 ]
 
 
+#: job commands: through the warm server when their job runs in the agent (the child submits it and follows it)
+JOB_LINES = [
+    "drain node-1",
+    "drain -l pool=blue --surge --ignore-daemonsets",
+    "apply -f web.yaml",
+    "set image web web=nginx:2",
+    "scale web --replicas 3",
+    "restart web",
+    "restart deployment/web --dry-run server",
+    "resume web",
+    "undo web --to-revision 2",
+    "status web -w",
+    "-n shop status -w web --timeout 1m",
+]
+
+
 @pytest.mark.parametrize("line", ELIGIBLE)
 def test_commands_that_read_and_end_at_once_are_eligible(line: str) -> None:
-    assert eligible(line.split())
+    for terminal in (True, False):
+        assert eligible(line.split(), environ={}, terminal=terminal)
+        assert not follows_a_job(line.split())
 
 
 @pytest.mark.parametrize("line", NOT_ELIGIBLE)
 def test_anything_else_runs_in_process(line: str) -> None:
-    assert not eligible(line.split())
+    assert not eligible(line.split(), environ={}, terminal=False)
+
+
+@pytest.mark.parametrize("line", JOB_LINES)
+def test_a_job_command_is_eligible_exactly_when_its_job_runs_in_the_agent(line: str) -> None:
+    words = line.split()
+    # the same choice as the command's own (cli/agent_choice.py): a terminal, the flags, ROLLOUT_PLUS_AGENT
+    assert eligible(words, environ={}, terminal=True)
+    assert not eligible(words, environ={}, terminal=False)
+    assert eligible([*words, "--agent"], environ={}, terminal=False)
+    assert eligible([*words, "--detach"], environ={}, terminal=False)
+    assert not eligible([*words, "--in-process"], environ={}, terminal=True)
+    assert not eligible([*words, "--tui"], environ={}, terminal=True)
+    assert eligible(words, environ={"ROLLOUT_PLUS_AGENT": "1"}, terminal=False)
+    assert not eligible(words, environ={"ROLLOUT_PLUS_AGENT": "0"}, terminal=True)
+    assert follows_a_job(words)
 
 
 @pytest.mark.parametrize("line", ["", "drain ''", "status web -w", "--help"])

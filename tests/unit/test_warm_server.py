@@ -10,7 +10,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ from kubectl_rollout.cli.warm.wire import Reader, identity, newest_source, send
 pytestmark = pytest.mark.timeout(120)
 
 
-def _children(pid: int) -> list[str]:
-    """The states of ``pid``'s children (Z: a zombie nobody reaped)."""
-    states = []
+def _children_of(pid: int) -> dict[int, str]:
+    """``pid``'s children and their states (Z: a zombie nobody reaped)."""
+    states = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -33,8 +34,13 @@ def _children(pid: int) -> list[str]:
             except OSError:
                 continue
             if int(fields[1]) == pid:
-                states.append(fields[0])
+                states[int(entry.name)] = fields[0]
     return states
+
+
+def _children(pid: int) -> list[str]:
+    """The states of ``pid``'s children."""
+    return list(_children_of(pid).values())
 
 
 class Server:
@@ -195,3 +201,43 @@ def test_writing_bytecode_is_not_a_change_of_code(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
     os.utime(tmp_path / "pkg" / "a.py", ns=(before + 10**9, before + 10**9))  # edited a second later
     assert newest_source(str(tmp_path)) == before + 10**9
+
+
+def _state_becomes(pid: int, wanted: Callable[[str], bool], *, timeout: float = 30.0) -> str:
+    """The process's state letter (/proc/PID/stat) once ``wanted`` accepts it.
+
+    A stop or a continue of a process that is not our child raises no event we can wait on (its parent,
+    the server, is told), so this one reads /proc until the kernel has done it, within ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if wanted(state) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.01)
+
+
+def test_ctrl_z_stops_the_command_with_the_client_and_fg_continues_both(server: Server, tmp_path: Path) -> None:
+    with answering_version_then_holding() as (url, held):
+        quiet = write_kubeconfig(tmp_path / "quiet", contexts={"quiet": (url, "default")}, current="quiet")
+        env = {**os.environ, "ROLLOUT_PLUS_AGENT_DIR": str(server.directory)}
+        args = ["kubectl-rollout_plus", "history", "web", "--kubeconfig", str(quiet)]
+        client = subprocess.Popen(
+            [sys.executable, str(server.wrapper), str(tmp_path / "report"), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            # as a shell starts a command: Ctrl-Z's default action (a test runner's worker may ignore it)
+            preexec_fn=lambda: signal.signal(signal.SIGTSTP, signal.SIG_DFL),
+        )
+        assert held.wait(60)  # the command runs, in the server's child
+        (command,) = _children_of(server.process.pid)
+        client.send_signal(signal.SIGTSTP)  # what the terminal sends its foreground process group on Ctrl-Z
+        _pid, status = os.waitpid(client.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), status
+        assert _state_becomes(command, lambda state: state == "T") == "T"  # stopped with the client
+        client.send_signal(signal.SIGCONT)  # `fg`
+        assert _state_becomes(command, lambda state: state != "T") != "T"
+        client.send_signal(signal.SIGINT)  # reaches a running command: it answers as it would in-process
+        _stdout, stderr = client.communicate(timeout=60)
+    assert (client.returncode, stderr) == (1, b"\nAborted!\n")

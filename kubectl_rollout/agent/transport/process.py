@@ -125,7 +125,7 @@ def run_agent(paths: AgentPaths | None = None, settings: Settings | None = None,
     agent = AgentServer(paths, host, settings)
     agent.on_stop = lambda: _exit_after(STOP_GRACE)
     # Beside the agent for its whole life; it ends by itself when this process does, however that happens.
-    warm = WarmCommands.start(paths)
+    warm = WarmCommands.start(paths, on_command=agent.note_activity)
     try:
         asyncio.run(agent.serve())
     except Exception:

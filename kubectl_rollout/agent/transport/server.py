@@ -144,6 +144,13 @@ class AgentServer:
             if self.on_stop is not None:
                 self.on_stop()
 
+    def note_activity(self) -> None:
+        """Something used the agent without a connection (a warm command): its idle clock starts again.
+
+        Called from another thread: one float assignment, atomic under the GIL, read by ``_watch_idle``.
+        """
+        self._last_busy = time.monotonic()
+
     async def _watch_idle(self) -> None:
         while True:
             await asyncio.sleep(min(1.0, self.settings.idle_seconds / 4))

@@ -5,7 +5,10 @@ no CLI, so it is started here by module path, as its own process. Its stdin is
 a pipe from the agent: when the agent exits, however it exits (a stop, a
 crash, SIGKILL), the pipe closes and the server ends by itself once its
 running commands have. What it writes on stderr (one line per start, stop or
-refused peer) goes into the agent's log.
+refused peer) goes into the agent's log; on stdout it writes one byte per
+command it takes, and each is activity for the agent's idle clock: an agent
+whose warm server answers the user's commands is in use, and should not exit
+and leave the next command to a cold start.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import kubectl_rollout
@@ -32,13 +36,17 @@ ENV_WARM = "ROLLOUT_PLUS_WARM"
 class WarmCommands:
     """The warm command server process of one agent."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], on_command: Callable[[], None]) -> None:
         self.process = process
+        self.on_command = on_command
         self._reader = threading.Thread(target=self._copy_stderr, name="warm commands log", daemon=True)
         self._reader.start()
+        self._counter = threading.Thread(target=self._count_commands, name="warm commands use", daemon=True)
+        self._counter.start()
 
     @classmethod
-    def start(cls, paths: AgentPaths) -> WarmCommands | None:
+    def start(cls, paths: AgentPaths, *, on_command: Callable[[], None]) -> WarmCommands | None:
+        """Start the server; ``on_command`` is called (from a thread of this class) for each command it takes."""
         if os.environ.get(ENV_WARM, "").strip().lower() in ("0", "false", "no", "off"):
             return None
         env = dict(os.environ)
@@ -48,7 +56,7 @@ class WarmCommands:
             process = subprocess.Popen(
                 [sys.executable, "-m", MODULE, str(paths.commands_socket)],
                 stdin=subprocess.PIPE,  # its end of the agent's life
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,  # a byte per command taken
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd="/",
@@ -57,12 +65,18 @@ class WarmCommands:
         except OSError as err:
             log.warning("no warm command server (commands run in their own process): %s", err)
             return None
-        return cls(process)
+        return cls(process, on_command)
 
     def _copy_stderr(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
             log.info("%s", quote_controls(line.decode(errors="replace").rstrip("\n"))[:1000])
+
+    def _count_commands(self) -> None:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while os.read(fd, 64):
+            self.on_command()
 
     def stop(self, timeout: float = 2.0) -> None:
         """Close its pipe: it stops accepting and ends once its running commands have."""

@@ -22,11 +22,11 @@ import sys
 from types import FrameType
 from typing import Any
 
-from kubectl_rollout.cli.warm.eligibility import eligible
+from kubectl_rollout.cli.warm.eligibility import eligible, follows_a_job
 from kubectl_rollout.cli.warm.wire import ENV_WARM, Reader, exit_code, identity, send, socket_path
 
 #: signals this process passes on to the command's child (the terminal sends them to this process only)
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH)
 #: signals whose default action ends a process without a core dump: a child killed by one ends this process
 #: the same way (its parent, a shell, sees what it would have seen); any other ends it with 128 + N
 REPEATED = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGPIPE, signal.SIGTERM, signal.SIGALRM})
@@ -105,6 +105,8 @@ class WarmCommand:
             "ignored": ignored,
             "stdio": [_stream_settings(stream) for stream in streams],
             "identity": identity(),
+            # a job followed until it ends (not bounded like a read): a stopping server lets it finish
+            "follows": follows_a_job(sys.argv[1:]),
         }
 
     def _connect(self) -> socket.socket | None:
@@ -169,6 +171,27 @@ class WarmCommand:
                 continue  # ignored by whoever started us: ignored by the child too (``ignored``)
             self.previous[number] = current
             signal.signal(number, self._on_signal)
+        if signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:
+            self.previous[signal.SIGTSTP] = signal.SIG_DFL
+            signal.signal(signal.SIGTSTP, self._on_terminal_stop)
+
+    def _on_terminal_stop(self, number: int, _frame: FrameType | None) -> None:
+        """Ctrl-Z: the child stops with us and goes on when we do (``fg``/``bg``), as one process would.
+
+        The terminal stops only its foreground process group, this client's; the child is in the server's.
+        SIGSTOP, not SIGTSTP, for the child: a process group without a parent in this session (the server's)
+        has its SIGTSTP discarded by the kernel.
+        """
+        child = self.child
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGSTOP)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)  # stops here; the shell's SIGCONT lets this call return
+        signal.signal(number, self._on_terminal_stop)
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGCONT)
 
     def _on_signal(self, number: int, _frame: FrameType | None) -> None:
         if self.child is None:

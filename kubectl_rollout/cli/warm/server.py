@@ -27,6 +27,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ PRELOAD = (
     "yaml",
     "urllib3",
 )
-#: how long a stopping server lets running commands finish before it kills them
+#: how long a stopping server lets running reads finish before it kills them (a followed job ends with its agent)
 STOP_GRACE = 30.0
 #: a connection that has not sent its whole request by then is dropped
 REQUEST_SECONDS = 5.0
@@ -76,6 +77,8 @@ class Running:
     """A connection whose command runs in child ``pid``."""
 
     pid: int
+    #: a job command following its job in the agent: not killed when a stopping server's grace ends
+    follows: bool = False
     #: False once the client has gone (its child was killed; nobody to tell its status)
     connected: bool = True
 
@@ -88,6 +91,8 @@ class WarmServer:
         self.pending: dict[socket.socket, Pending] = {}
         self.running: dict[socket.socket, Running] = {}
         self.stopping_since: float | None = None
+        #: whether stdout is the agent's pipe, told of each command taken (not when run by hand or by a test)
+        self.agent_pipe = False
         self.wake_r, self.wake_w = socket.socketpair()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
@@ -96,6 +101,7 @@ class WarmServer:
     def serve(self) -> tuple[dict[str, Any], list[int]]:
         """Serve until stopped (then exit); in a forked child, return its request and descriptors."""
         self._listen()
+        self.agent_pipe = _agent_pipe_on_stdout()
         for sock in (self.wake_r, self.wake_w):
             sock.setblocking(False)
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
@@ -155,7 +161,8 @@ class WarmServer:
                 self._drop(sock)
         if self.stopping_since is not None and now - self.stopping_since > STOP_GRACE:
             for running in self.running.values():
-                _kill(running.pid)
+                if not running.follows:
+                    _kill(running.pid)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -249,7 +256,7 @@ class WarmServer:
             except BaseException:
                 os._exit(70)  # never back into the server's loop
         _close_fds(fds)  # the caller's terminal and pipes are the child's alone now
-        self.running[sock] = Running(pid=pid)
+        self.running[sock] = Running(pid=pid, follows=request.get("follows") is True)
         try:
             sock.setblocking(True)
             sock.settimeout(1.0)
@@ -259,6 +266,8 @@ class WarmServer:
             self._client_gone(sock)
             return None
         self.selector.register(sock, selectors.EVENT_READ, "running")
+        if self.agent_pipe:
+            _tell_agent_in_use()
         return None
 
     def _refusal(self, request: dict[str, Any], fds: list[int]) -> str | None:
@@ -325,6 +334,23 @@ class WarmServer:
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(sock)
         sock.close()
+
+
+def _agent_pipe_on_stdout() -> bool:
+    """Whether stdout is a pipe (the agent's); made non-blocking, so that telling the agent never waits."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(1).st_mode):
+            return False
+        os.set_blocking(1, False)
+    except OSError:
+        return False
+    return True
+
+
+def _tell_agent_in_use() -> None:
+    """One byte on stdout, the agent's pipe: a command taken is activity for its idle clock."""
+    with contextlib.suppress(OSError):  # a full pipe (the agent reads it) or the agent gone: nothing to tell
+        os.write(1, b".")
 
 
 def _peer(sock: socket.socket) -> tuple[int, int]:
