@@ -14,13 +14,23 @@ Scenario 2: 2000 replicas roll out an image change, as a real Deployment and
 as a managed workload (one run each, the controller first); both times, both
 drivers' API requests (counted as in scenario 1) and our driver's peak RSS.
 
+Scenario 4, an image change of 100 replicas as a user lives it (the same
+workload as scenario 1), each timed from its first command's start to its
+last one's exit: `kubectl set image deployment/web` then `kubectl rollout
+status deployment/web`, against `kubectl rollout-plus set image web` with the
+user's agent running (through its warm command server; the job runs in the
+agent, the command follows it) and the same with ROLLOUT_PLUS_WARM=0 and
+`--in-process` (no agent: the CLI's start and the driver in one process);
+--rounds times each, rotating which goes first. Medians and ratios.
+
 Scenario 3, resume after SIGKILL: a foreground `set image -o jsonl` of 10
 replicas is SIGKILLed as soon as it has scaled the new ReplicaSet up, then
 `status -w -o jsonl` runs; --resume-rounds times (default 5). Printed per run
 and as medians: from the kill to the `TookOver` line (the Lease taken over;
 the CLI's start included), and to the rollout's end.
 
-    .venv/bin/python hack/bench_rollout.py [--skip-large | --large-only] [--only-resume [--kubeconfig PATH]]
+    .venv/bin/python hack/bench_rollout.py [--skip-large | --large-only | --only-user]
+        [--only-resume [--kubeconfig PATH]]
 """
 
 from __future__ import annotations
@@ -145,6 +155,83 @@ def plugin_rollout(cluster: Cluster, kubeconfig: Path, audit: Path, ns: str, tmp
     return seconds, audit_requests(audit, since, until, agent="kubectl-rollout-plus/")
 
 
+KUBECTL = ROOT / ".bin" / "kubectl"
+USER_WAYS = ("kubectl", "warm", "in-process")
+
+
+def user_change(cluster: Cluster, kubeconfig: Path, ns: str, tmp: Path, way: str, agent_env: dict[str, str]) -> float:
+    """Seconds from the first command's start to the last one's exit, for one way of changing the image."""
+    namespace(cluster, ns)
+    if way == "kubectl":
+        cluster.apps.create_namespaced_deployment(ns, manifest("web", 100, "registry.example/web:v1"))
+        wait_controller(cluster, ns, "web", 100)
+    else:
+        managed(kubeconfig, ns, manifest("web", 100, "registry.example/web:v1"), tmp)
+    time.sleep(2)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    new = "app=registry.example/web:v2"
+    if way == "kubectl":
+        commands = [
+            [str(KUBECTL), "set", "image", "deployment/web", new, "-n", ns],
+            [str(KUBECTL), "rollout", "status", "deployment/web", "-n", ns, "--timeout", "10m"],
+        ]
+    elif way == "warm":
+        env = {**env, **agent_env}
+        commands = [[str(PLUGIN), "set", "image", "web", new, "-n", ns, "--agent"]]
+    else:
+        env = {**env, "ROLLOUT_PLUS_WARM": "0"}
+        commands = [[str(PLUGIN), "set", "image", "web", new, "-n", ns, "--in-process"]]
+    started = time.monotonic()
+    for command in commands:
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.monotonic() - started
+    cluster.core.delete_namespace(ns)
+    return seconds
+
+
+def start_agent() -> dict[str, str]:
+    """A user agent of the benchmark's own, its warm command server answering; the environment that finds it."""
+    import socket
+
+    directory = Path(tempfile.mkdtemp(prefix="rpb-", dir="/tmp"))  # a socket path has ~100 bytes
+    agent_env = {"ROLLOUT_PLUS_AGENT_DIR": str(directory)}
+    subprocess.run([str(PLUGIN), "agent", "start"], env={**os.environ, **agent_env}, check=True)
+    commands = directory / "run" / "commands.sock"
+    deadline = time.monotonic() + 60
+    while True:  # the server's child of the agent: answering its socket is the only sign it gives
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(commands))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the agent's warm command server did not answer within 60 s") from None
+                time.sleep(0.05)
+    return agent_env
+
+
+def user_scenario(cluster: Cluster, kubeconfig: Path, tmp: Path, rounds: int) -> None:
+    print("\n== an image change of 100 replicas as a user lives it: first command's start to last one's exit ==")
+    agent_env = start_agent()
+    runs: dict[str, list[float]] = {way: [] for way in USER_WAYS}
+    try:
+        for run in range(rounds):
+            order = USER_WAYS[run % 3 :] + USER_WAYS[: run % 3]
+            for way in order:
+                runs[way].append(user_change(cluster, kubeconfig, f"bench-user-{way}-{run}", tmp, way, agent_env))
+                print(f"  run {run + 1} {way:10s} {runs[way][-1]:6.2f} s", flush=True)
+    finally:
+        subprocess.run([str(PLUGIN), "agent", "stop"], env={**os.environ, **agent_env}, stdout=subprocess.DEVNULL)
+    kubectl_seconds = statistics.median(runs["kubectl"])
+    print(f"\nmedians of {rounds} runs each, rotating which goes first")
+    print(f"kubectl set image + kubectl rollout status            {kubectl_seconds:7.2f} s")
+    for way, words in (("warm", "with the agent (warm)"), ("in-process", "without an agent (in-process)")):
+        seconds = statistics.median(runs[way])
+        ratio = seconds / kubectl_seconds
+        print(f"kubectl rollout-plus set image, {words:30s} {seconds:7.2f} s   {ratio:5.2f}x")
+    print("target: with the agent <= 1.00x")
+
+
 def jsonl_until(process: subprocess.Popen[str], wanted: str) -> bool:
     """Read the process's -o jsonl lines until one of type ``wanted`` (True) or the end (False)."""
     assert process.stdout is not None
@@ -183,6 +270,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rollouts by each driver, alternating (>= 3)")
     parser.add_argument("--resume-rounds", type=int, default=5, help="foreground drivers killed and resumed")
     parser.add_argument("--only-resume", action="store_true", help="scenario 3 alone")
+    parser.add_argument("--only-user", action="store_true", help="scenario 4 (as a user lives it) alone")
     parser.add_argument("--kubeconfig", type=Path, help="with --only-resume: a running cluster to measure on")
     args = parser.parse_args()
     if args.kubeconfig is not None:
@@ -220,6 +308,9 @@ def main() -> int:
     try:
         if args.only_resume:
             resume_scenario(cluster, kubeconfig, tmp, args.resume_rounds)
+            return 0
+        if args.only_user:
+            user_scenario(cluster, kubeconfig, tmp, args.rounds)
             return 0
         if not args.large_only:
             print("\n== rollout: 100 replicas, maxSurge 25%, maxUnavailable 25%, Ready 1 s after start ==")
@@ -285,6 +376,7 @@ def main() -> int:
             )
             print(f"requests rollout-plus/controller {requests / max(controller_requests, 1):.2f}   (target <= 1.10)")
         if not args.large_only:
+            user_scenario(cluster, kubeconfig, tmp, args.rounds)
             resume_scenario(cluster, kubeconfig, tmp, args.resume_rounds)
     finally:
         cluster.close()

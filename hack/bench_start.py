@@ -297,6 +297,11 @@ def warm_figures(kubeconfig: Path, scratch: Path, runs: int) -> list[Figure]:
                 "drain NODE --dry-run=client --ignore-daemonsets --force",
             ),
             ("TAB: node names (drain '')", [COMPLETE, *remote, "drain", ""], "__complete cordon ''"),
+            (
+                "TAB: workload names (status '')",
+                [COMPLETE, *remote, "status", ""],
+                "__complete get deployment -n NS ''",
+            ),
         ]
         figures = []
         for what, ours, nearest in rows:

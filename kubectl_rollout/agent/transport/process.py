@@ -20,6 +20,7 @@ import threading
 import time
 
 from kubectl_rollout.agent.agent_log import OneLineFormatter, Throttle, capture_stderr
+from kubectl_rollout.agent.allocator import limit_arenas
 from kubectl_rollout.agent.errors import AgentError
 from kubectl_rollout.agent.host.job_host import JobHost
 from kubectl_rollout.agent.host.journal import Journal
@@ -109,6 +110,7 @@ def _hold_pid_lock(paths: AgentPaths) -> int:
 def run_agent(paths: AgentPaths | None = None, settings: Settings | None = None, *, foreground: bool = False) -> int:
     """Run the agent in this process until it stops; the exit code."""
     os.umask(0o077)  # the journal, the logs, the pid file: this user's alone
+    limit_arenas()  # before any thread: a long-lived process, its threads mostly waiting on the network
     try:
         paths = (paths or agent_paths()).ensure()
         settings = settings or Settings.from_env()

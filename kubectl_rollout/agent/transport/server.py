@@ -28,6 +28,7 @@ from typing import Any
 
 from kubectl_rollout import __version__
 from kubectl_rollout.agent.agent_log import quote_controls
+from kubectl_rollout.agent.allocator import release_freed_memory
 from kubectl_rollout.agent.host.job_host import JobHost
 from kubectl_rollout.agent.host.live_job import LiveJob
 from kubectl_rollout.agent.paths import AgentPaths
@@ -152,10 +153,16 @@ class AgentServer:
         self._last_busy = time.monotonic()
 
     async def _watch_idle(self) -> None:
+        released = time.monotonic()
         while True:
             await asyncio.sleep(min(1.0, self.settings.idle_seconds / 4))
             if self.host.live or self.clients:
                 self._last_busy = time.monotonic()
+            elif self.host.last_finished > released:
+                # Nothing runs and nobody reads a job's lines any more: what the jobs held is garbage now, and
+                # the allocator gives its pages back (agent/allocator.py), a few ms while nothing waits.
+                release_freed_memory()
+                released = time.monotonic()
             elif time.monotonic() - max(self._last_busy, self.host.last_finished) >= self.settings.idle_seconds:
                 log.info("idle for %.0f s (no job, no client); exiting", self.settings.idle_seconds)
                 self.stop()
