@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import manifests
-import watching
 from cluster_setup import deploy
 from integration.test_agent import _drain_spec, agent_dir
+from integration.test_drain import add_pdb
 from integration.test_tui import SIZE, on_a_loop, until
 from invariants import HealthyPods
 
@@ -46,16 +45,7 @@ def _forty_and_one(cluster: Cluster, namespace: str, dedicated_nodes: Any) -> tu
     deploy(cluster, namespace, "solo", 1, pool=namespace)
     deploy(cluster, namespace, "many", MANY, pool=namespace, node=node, timeout=120)
     dedicated_nodes(1)
-    cluster.policy.create_namespaced_pod_disruption_budget(
-        namespace, manifests.pdb("solo", app="solo", min_available=1)
-    )
-    watching.until(
-        cluster.policy.list_namespaced_pod_disruption_budget,
-        lambda p: p.status is not None and p.status.current_healthy == 1 and p.status.observed_generation,
-        namespace=namespace,
-        timeout=30,
-        what="PDB solo counting its pod",
-    )
+    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
     (held,) = cluster.core.list_namespaced_pod(namespace, label_selector="app=solo").items
     assert held.spec.node_name == node
     return node, held.metadata.name
@@ -135,3 +125,40 @@ async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
     healthy.settle({"solo": 1, "many": 0})
     minimum = healthy.stop()
     assert minimum["solo"] >= 1, minimum
+
+
+@on_a_loop
+async def test_leaving_the_screen_after_s_still_starts_the_drain_with_surge(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    """The replacement is the app's work: Escape right after confirming does not leave the node cordoned
+    with no drain."""
+    (node,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "solo", 1, pool=namespace)
+    dedicated_nodes(1)
+    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    healthy = HealthyPods(cluster, namespace).start()
+    with connect(name="test") as agent:
+        job_id = agent.submit(_drain_spec(kubeconfig, node, namespace)).id
+    app = RolloutPlusApp(agent_connect(), open_job=job_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
+        await until(pilot, lambda: screen.check_action("surge", ()) is True, what="s offered", timeout=60)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("y", "escape")
+        await until(pilot, lambda: not isinstance(app.screen, EvictionsScreen), what="back on the job list")
+        again = await until(
+            pilot,
+            lambda: next((i for i in app.store.infos.values() if i.id != job_id), None),
+            what="the drain with --surge submitted",
+            timeout=90,
+        )
+        await until(pilot, lambda: app.store.view(again.id).finished is not None, what="it finished", timeout=120)
+        finished = app.store.view(again.id).finished
+        assert finished is not None
+        assert finished.state == "succeeded", finished
+    assert cluster.core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items == []
+    assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1
+    healthy.settle({"solo": 1})
+    assert healthy.stop()["solo"] >= 1

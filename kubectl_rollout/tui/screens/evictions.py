@@ -16,8 +16,6 @@ screen takes this one's place.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -27,17 +25,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
-from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.events.drain import WorkloadRef
-from kubectl_rollout.jobs.spec import JobSpec
+from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
 from kubectl_rollout.jobs.views.drain import DrainView, NodeState, NodeView
 from kubectl_rollout.jobs.views.pods import PodState, PodView, by_attention
 from kubectl_rollout.jobs.views.restart import RestartView
 from kubectl_rollout.tui.agent_calls import CallRunner
+from kubectl_rollout.tui.drain_with_surge import drain_again_with_surge
 from kubectl_rollout.tui.formatting import countdown, duration
+from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.screens.job_screen import JobScreen
 from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar
@@ -90,10 +88,6 @@ def node_row(node: NodeView) -> tuple[Cell, ...]:
     )
 
 
-#: how long the drain being replaced by one with --surge may take to end after its cancel
-SURGE_CANCEL_TIMEOUT = 60.0
-
-
 def surge_question(job_id: str, view: DrainView, workloads: Mapping[WorkloadRef, int]) -> str:
     """The confirmation of ``s``: what happens to this drain, and what the surge will do (``workloads``: those
     it would raise, with their pods PDBs hold now)."""
@@ -123,6 +117,13 @@ class EvictionsScreen(JobScreen):
         "extra replicas elsewhere first. A restart by eviction shows here too: its pods end as 'replacement Ready'."
     )
 
+    def __init__(self, job_id: str) -> None:
+        super().__init__(job_id)
+        #: ``s`` was confirmed: the drain is being replaced by one with --surge
+        self._replacing = False
+        #: the blocking PDBs of a view (``_blocks``)
+        self._blocks_of: tuple[object, list[PdbBlock]] | None = None
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="job-header", classes="summary")
@@ -140,10 +141,6 @@ class EvictionsScreen(JobScreen):
         self._panel_pdbs: tuple[str, ...] = ()
         #: each shown pod's row, by the identity of the pod's view (see ``_pod_rows``)
         self._rows: dict[int, tuple[PodView, NodeState | None, Row]] = {}
-        #: set once the job has ended, while ``s`` waits for its cancel to take
-        self._ended = asyncio.Event()
-        #: the blocking PDBs of a view (``_blocks``)
-        self._blocks_of: tuple[object, list[PdbBlock]] | None = None
         self.title = f"Job {self.job_id}"
         self.query_one(FilterBar).display = False
         self.show_all()
@@ -197,8 +194,8 @@ class EvictionsScreen(JobScreen):
     def _surgeable(self) -> dict[WorkloadRef, int]:
         """The workloads a drain with --surge would raise, with their pods PDBs hold now (none: no ``s``)."""
         body = self.view.body
-        if not isinstance(body, DrainView):
-            return {}
+        if not isinstance(body, DrainView) or (body.plan is not None and body.plan.dry_run is not DryRun.NONE):
+            return {}  # a dry run surges nothing
         wanted = {w for block in self._blocks() for w in block.surgeable}
         held = [body.owners.get(str(p.pod)) for block in self._blocks() for p in block.pods]
         return {w: held.count(w) for w in sorted(wanted)}
@@ -208,8 +205,6 @@ class EvictionsScreen(JobScreen):
         # durations move by the second) and is some ten lines: repainted at every flush it was a third of the
         # bytes sent to the terminal. A flush shows it only when other PDBs block (one more, one fewer, none);
         # its counts follow the app's one-second tick (show_all).
-        if self.job_id in jobs and self.view.state.finished:
-            self._ended.set()
         self._events_only = True
         try:
             super().show_changes(jobs)
@@ -237,24 +232,17 @@ class EvictionsScreen(JobScreen):
     # --- s: drain again with --surge ---------------------------------------------------------
 
     def _key_facts(self) -> tuple[object, ...]:
-        return (*super()._key_facts(), tuple(self._surgeable()))
+        return (*super()._key_facts(), self._replacing, tuple(self._surgeable()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "surge":
             # Shown only where it applies; --readonly and a recording never show it.
             source = self.rollout_app.source
             can_act = source is not None and source.can_act and not self.rollout_app.readonly
-            return can_act and self._job_running() and bool(self._surgeable())
+            return can_act and not self._replacing and self._job_running() and bool(self._surgeable())
         return super().check_action(action, parameters)
 
-    @property
-    def link(self) -> CallRunner:
-        link: CallRunner | None = getattr(self.app, "cluster_link", None)
-        if link is None:
-            raise AgentError("no connection to the agent to start a drain with")
-        return link
-
-    @work(exclusive=True, group="surge")
+    @work(group="surge")
     async def action_surge(self) -> None:
         workloads = self._surgeable()
         body = self.view.body
@@ -265,35 +253,30 @@ class EvictionsScreen(JobScreen):
         question = surge_question(self.job_id, body, workloads)
         if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Drain with --surge")):
             return
-        try:
-            job = await self._drain_again_with_surge()
-        except AgentError as err:
-            self.notify(err.message, severity="error", timeout=15)
+        link: CallRunner | None = getattr(self.app, "cluster_link", None)
+        source = self.rollout_app.source
+        if link is None or source is None or self._replacing:
             return
-        self.notify(f"job {job.id} drains {job.target} with --surge (job {self.job_id} was cancelled)")
-        from kubectl_rollout.tui.screens import job_screen_class
+        self._replacing = True  # a second s meanwhile would cancel a drain that is already going
+        self.refresh_bindings()
+        self.app.run_worker(self._replace(link, source, from_seq=body.last_seq + 1), group="surge", exit_on_error=False)
 
-        self.rollout_app.store.update_job(job)
-        self.rollout_app.follow(job.id)
-        # From the app, not from this worker: replacing the screen cancels its workers.
-        self.app.call_later(self.app.switch_screen, job_screen_class(job.kind)(job.id))
-
-    async def _drain_again_with_surge(self) -> JobInfo:
-        """Cancel this drain, wait until it has ended (its Lease and claims on the nodes go with it), then
-        submit the same drain with --surge; the agent's answer is the new job."""
-        info = await self.link.run(cluster_calls.show(self.job_id))
-        spec = JobSpec.from_dict(info.spec)
-        if spec.drain is None:
-            raise AgentError(f"job {self.job_id} is not a drain: there is nothing to surge")
-        options = dataclasses.replace(spec.drain.options, surge=True)
-        again = dataclasses.replace(spec, drain=dataclasses.replace(spec.drain, options=options))
-        self.rollout_app.store.update_job(await self.link.run(cluster_calls.cancel(self.job_id)))
+    async def _replace(self, link: CallRunner, source: JobSource, *, from_seq: int) -> None:
+        """Run by the app, so that leaving this screen meanwhile does not stop it half-way (``drain_with_surge``)."""
+        app, context = self.app, self.rollout_app
         try:
-            await asyncio.wait_for(self._ended.wait(), SURGE_CANCEL_TIMEOUT)
-        except TimeoutError as err:
-            raise AgentError(
-                f"job {self.job_id} was asked to cancel but has not ended after {SURGE_CANCEL_TIMEOUT:.0f} s; "
-                "nothing was started. Its nodes stay cordoned: press s again once it has ended, or run "
-                "kubectl rollout-plus drain NODE --surge"
-            ) from err
-        return await self.link.run(cluster_calls.submit(again))
+            cancelled, job = await drain_again_with_surge(
+                link=link, source=source, job_id=self.job_id, from_seq=from_seq
+            )
+        except AgentError as err:
+            self._replacing = False
+            app.notify(err.message, severity="error", timeout=20)
+            return
+        context.store.update_job(cancelled)
+        context.store.update_job(job)
+        context.follow(job.id)
+        app.notify(f"job {job.id} drains {job.target} with --surge (job {self.job_id} was cancelled)")
+        if app.screen is self:
+            from kubectl_rollout.tui.screens import job_screen_class
+
+            await app.switch_screen(job_screen_class(job.kind)(job.id))
