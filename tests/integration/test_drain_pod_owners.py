@@ -28,20 +28,7 @@ def test_each_held_pod_is_named_with_its_workload(
     placed = manifests.placement(namespace)
     with only_schedulable(cluster, target, [spare]):
         cluster.apps.create_namespaced_deployment(namespace, manifests.deployment("web", replicas=1, pod_spec=placed))
-        cluster.apps.create_namespaced_stateful_set(
-            namespace,
-            {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "metadata": {"name": "db"},
-                "spec": {
-                    "replicas": 1,
-                    "serviceName": "db",
-                    "selector": {"matchLabels": {"app": "db"}},
-                    "template": manifests.pod_template("db", spec=placed),
-                },
-            },
-        )
+        cluster.apps.create_namespaced_stateful_set(namespace, manifests.statefulset("db", replicas=1, pod_spec=placed))
         cluster.core.create_namespaced_pod(namespace, manifests.pod("bare", spec=placed, grace_period=0))
         applied = apply_workload(
             kubeconfig, namespace, manifests.deployment("shop", replicas=1, pod_spec=placed), tmp_path

@@ -51,15 +51,20 @@ def _forty_and_one(cluster: Cluster, namespace: str, dedicated_nodes: Any) -> tu
     return node, held.metadata.name
 
 
+def _drain_in_the_tui(kubeconfig: Path, node: str, namespace: str) -> tuple[str, RolloutPlusApp]:
+    """A drain of ``node`` submitted to the agent, and the TUI that opens on it."""
+    with connect(name="test") as agent:
+        job_id = agent.submit(_drain_spec(kubeconfig, node, namespace)).id
+    return job_id, RolloutPlusApp(agent_connect(), open_job=job_id)
+
+
 @on_a_loop
 async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
     agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     node, held = _forty_and_one(cluster, namespace, dedicated_nodes)
     healthy = HealthyPods(cluster, namespace).start()
-    with connect(name="test") as agent:
-        job_id = agent.submit(_drain_spec(kubeconfig, node, namespace)).id
-    app = RolloutPlusApp(agent_connect(), open_job=job_id)
+    job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
     async with app.run_test(size=SIZE) as pilot:
         screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
         held_key = f"{namespace}/{held}"
@@ -138,9 +143,7 @@ async def test_leaving_the_screen_after_s_still_starts_the_drain_with_surge(
     dedicated_nodes(1)
     add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
     healthy = HealthyPods(cluster, namespace).start()
-    with connect(name="test") as agent:
-        job_id = agent.submit(_drain_spec(kubeconfig, node, namespace)).id
-    app = RolloutPlusApp(agent_connect(), open_job=job_id)
+    job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
     async with app.run_test(size=SIZE) as pilot:
         screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
         await until(pilot, lambda: screen.check_action("surge", ()) is True, what="s offered", timeout=60)

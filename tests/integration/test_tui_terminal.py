@@ -45,6 +45,18 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "tui")
 
+    def drain_with_tui(self, kubeconfig: Path, node: str) -> None:
+        """``drain NODE --tui`` in session ``tui``, 80x24, with this test's agent."""
+        command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
+        env = {
+            ENV_DIR: os.environ[ENV_DIR],
+            "PATH": os.environ["PATH"],
+            "TERM": "xterm-256color",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        }
+        environment = [f"{k}={v}" for k, v in env.items()]
+        self.run("new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *environment, *command)
+
     def wait_for(self, check: Callable[[str], bool], *, what: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         shown = ""
@@ -76,16 +88,7 @@ def test_drain_tui_in_a_terminal_shows_the_blocking_pdb_then_the_node_drained(
     (node,) = dedicated_nodes(1)
     _place(cluster, namespace, node, replicas=2)
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=2))
-    command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
-    env = {
-        ENV_DIR: os.environ[ENV_DIR],
-        "PATH": os.environ["PATH"],
-        "TERM": "xterm-256color",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    tmux.run(
-        "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *[f"{k}={v}" for k, v in env.items()], *command
-    )
+    tmux.drain_with_tui(kubeconfig, node)
 
     shown = tmux.wait_for(lambda s: f"PDB {namespace}/web" in s, what="the blocker panel naming the PDB")
     assert "2/2 healthy/needed" in shown, shown
@@ -125,16 +128,7 @@ def test_s_in_a_terminal_drains_a_held_deployment_again_with_surge(
     dedicated_nodes(1)  # where the surge's extra pod goes
     add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
     healthy = HealthyPods(cluster, namespace).start()
-    command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
-    env = {
-        ENV_DIR: os.environ[ENV_DIR],
-        "PATH": os.environ["PATH"],
-        "TERM": "xterm-256color",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    tmux.run(
-        "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *[f"{k}={v}" for k, v in env.items()], *command
-    )
+    tmux.drain_with_tui(kubeconfig, node)
 
     def squeezed(shown: str) -> str:
         return "".join(shown.split())  # the panel wraps its lines where the terminal ends
