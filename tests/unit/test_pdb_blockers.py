@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import BlockReason
-from kubectl_rollout.jobs.views import drain
-from kubectl_rollout.jobs.views.blockers import SurgeState, pdb_blocks
+from kubectl_rollout.jobs.views import drain, restart
+from kubectl_rollout.jobs.views.blockers import OwnerFacts, pdb_blocks
 from kubectl_rollout.jobs.views.pods import Blocker, PodState, PodView
 
 STREAMS = Path(__file__).parent / "streams"
@@ -206,7 +207,7 @@ def test_the_advice_names_the_owner_and_what_surge_does_for_its_kind(
     owner: WorkloadRef, scale: str | None, hint: str, surge: str, surgeable: bool
 ) -> None:
     pods = {"shop/a": _blocked("a", pdb="shop/solo", healthy=1, needed=1, expected=1)}
-    (block,) = pdb_blocks(pods, surge=SurgeState(owners={"shop/a": owner}))
+    (block,) = pdb_blocks(pods, surge=OwnerFacts(owners={"shop/a": owner}))
     assert block.owners == (owner,)
     assert hint in block.hint
     scales = [c for c in block.unblock if " scale " in c]
@@ -220,7 +221,7 @@ def test_a_surging_drain_says_what_it_did_instead_of_offering_it() -> None:
         "shop/a": _blocked("a", pdb="shop/solo", healthy=1, needed=1, expected=1),
         "shop/b": _blocked("b", pdb="shop/web", healthy=2, needed=2, expected=2),
     }
-    state = SurgeState(
+    state = OwnerFacts(
         owners={"shop/a": _owned("Deployment"), "shop/b": _owned("Deployment", "web")},
         not_surged={"shop/a": "HorizontalPodAutoscaler shop/solo sets its replica count"},
         surging={"Deployment shop/web": 3},
@@ -240,4 +241,22 @@ def test_the_owner_event_folds_into_the_drain_view() -> None:
     envelope = Envelope.from_dict(Envelope(job="j", seq=1, at=1.0, event=event).as_dict())
     view = drain.fold(drain.DrainView(), envelope)
     assert view.owners == {"shop/a": _owned("Deployment")}
-    assert view.surge_state.owners == {"shop/a": _owned("Deployment")}
+    assert view.owner_facts.owners == {"shop/a": _owned("Deployment")}
+
+
+@pytest.mark.parametrize(
+    ("workload", "owner", "scale"),
+    [
+        pytest.param("deployment/web", "Deployment shop/web", "scale deployment/web --replicas=2", id="deployment"),
+        pytest.param("statefulset/db", "StatefulSet shop/db", "scale statefulset/db --replicas=2", id="statefulset"),
+        pytest.param("daemonset/agent", "DaemonSet shop/agent", None, id="daemonset"),
+    ],
+)
+def test_a_restart_names_its_workload_and_offers_no_surge(workload: str, owner: str, scale: str | None) -> None:
+    planned = restart_events.RestartPlanned(workload=workload, namespace="shop", pods=("a",))
+    view = restart.fold(restart.RestartView(), Envelope(job="j", seq=1, at=1.0, event=planned))
+    pods = {"shop/a": _blocked("a", pdb="shop/web", healthy=1, needed=1, expected=1)}
+    (block,) = pdb_blocks(pods, surge=view.owner_facts)
+    assert [str(o) for o in block.owners] == [owner]
+    assert [c for c in block.unblock if " scale " in c] == ([f"kubectl -n shop {scale}"] if scale else [])
+    assert (block.surge, block.surgeable) == ("", ())

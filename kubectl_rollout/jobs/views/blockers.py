@@ -147,12 +147,14 @@ def _advice(
 
 
 @dataclass(frozen=True, kw_only=True)
-class SurgeState:
-    """What a drain's events said of ``--surge`` (``DrainView``): the blocked pods' owners, and, when the drain
-    surges, which workloads it raised and why it left others alone. Empty for a restart, which has no surge."""
+class OwnerFacts:
+    """What a job's events said of its held pods' workloads and, for a drain, of ``--surge``: which workloads it
+    raised and why it left others alone. Empty when nothing is known (an older recording)."""
 
     #: each pod's workload ("namespace/name" -> owner), for the pods a PDB held
     owners: Mapping[str, WorkloadRef] = field(default_factory=dict)
+    #: whether --surge is a way out at all (a drain's; a restart by eviction has none)
+    surge_applies: bool = True
     #: pods whose workload this drain did not surge, with why ("namespace/name" -> reason)
     not_surged: Mapping[str, str] = field(default_factory=dict)
     #: workloads this drain raised now ("Kind ns/name" -> replicas)
@@ -160,12 +162,14 @@ class SurgeState:
 
 
 def _surge_advice(
-    owners: Mapping[WorkloadRef, list[PodView]], surge: SurgeState
+    owners: Mapping[WorkloadRef, list[PodView]], surge: OwnerFacts
 ) -> tuple[str, tuple[WorkloadRef, ...]]:
     """What ``--surge`` does (or would do) for the workloads of a PDB's blocked pods, and those a drain with
     ``--surge`` would raise."""
     said: list[str] = []
     surgeable: list[WorkloadRef] = []
+    if not surge.surge_applies:
+        return "", ()
     for owner, pods in sorted(owners.items()):
         why_not = next((surge.not_surged[str(p.pod)] for p in pods if str(p.pod) in surge.not_surged), None)
         raised = surge.surging.get(str(owner))
@@ -199,11 +203,11 @@ def pdb_blocks(
     pods: Mapping[str, PodView],
     unhealthy: Mapping[str, PdbPodsUnhealthy] | None = None,
     *,
-    surge: SurgeState | None = None,
+    surge: OwnerFacts | None = None,
 ) -> list[PdbBlock]:
     """The PDBs that block pods now, the longest-blocking first; ``unhealthy``: their unhealthy pods by PDB;
     ``surge``: a drain's owners and surges (the advice then names the workloads, and says what --surge does)."""
-    surge = surge or SurgeState()
+    surge = surge or OwnerFacts()
     by_pdb: dict[str, list[PodView]] = {}
     for pod in pods.values():
         if pod.state is PodState.BLOCKED and pod.blocker is not None and pod.blocker.pdb:

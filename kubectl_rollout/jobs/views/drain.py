@@ -12,7 +12,7 @@ from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PdbPodsUnhealthy
-from kubectl_rollout.jobs.views.blockers import SurgeState
+from kubectl_rollout.jobs.views.blockers import OwnerFacts
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into, with_pdb_pods
 
 
@@ -72,9 +72,9 @@ class DrainView:
     restored: tuple[surge_events.SurgeRestored, ...] = ()
 
     @property
-    def surge_state(self) -> SurgeState:
+    def owner_facts(self) -> OwnerFacts:
         """What the blocker advice needs of the owners and the surges."""
-        return SurgeState(owners=self.owners, not_surged=self.not_surged, surging=self.surging)
+        return OwnerFacts(owners=self.owners, not_surged=self.not_surged, surging=self.surging)
 
     def pods_in(self, state: PodState) -> list[PodView]:
         return [p for p in self.pods.values() if p.state is state]

@@ -184,10 +184,8 @@ class EvictionsScreen(JobScreen):
         if self._blocks_of is not None and self._blocks_of[0] is body:
             return self._blocks_of[1]
         blocks: list[PdbBlock] = []
-        if isinstance(body, DrainView):
-            blocks = pdb_blocks(body.pods, body.pdb_pods, surge=body.surge_state)
-        elif isinstance(body, RestartView):
-            blocks = pdb_blocks(body.pods, body.pdb_pods)
+        if isinstance(body, DrainView | RestartView):
+            blocks = pdb_blocks(body.pods, body.pdb_pods, surge=body.owner_facts)
         self._blocks_of = (body, blocks)
         return blocks
 
