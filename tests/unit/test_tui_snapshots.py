@@ -21,6 +21,8 @@ from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.tui.app import RolloutPlusApp
@@ -251,5 +253,37 @@ def test_no_s_where_nothing_may_be_steered(can_act: bool, readonly: bool) -> Non
             await pilot.press("s")
             await pilot.pause(0.1)
             assert app.screen is screen
+
+    asyncio.run(run())
+
+
+def test_a_drain_that_surges_says_why_it_left_the_workload_alone_and_offers_no_s() -> None:
+    """The same held pod in a drain with --surge that did not surge solo (an autoscaler on it, say): the panel
+    says so, and s is not offered (a drain with --surge again would decide the same)."""
+    envelopes = recorded(FORTY, until=FORTY_HELD)
+    last = envelopes[-1]
+    (held,) = [e.event.pod for e in envelopes if isinstance(e.event, drain_events.PodOwnerKnown)]
+    skipped = surge_events.SurgeSkipped(
+        workload=drain_events.WorkloadRef(kind="Deployment", namespace="tui-look", name="solo"),
+        reason="HorizontalPodAutoscaler tui-look/solo sets its replica count and would undo a surge",
+        pods=(held,),
+    )
+    envelopes.append(Envelope(job=last.job, seq=last.seq + 1, at=last.at, event=skipped))
+
+    async def connect() -> JobSource:
+        return RecordingThatCanAct(envelopes, description="recorded")
+
+    app = RolloutPlusApp(connect, clock=lambda: FORTY_FROZEN)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, EvictionsScreen)
+            assert screen.check_action("cancel", ()) is True  # it can be steered: s is absent for its own reason
+            assert screen.check_action("surge", ()) is False
+            panel = " ".join(screen.query_one(BlockerPanel).plain.split())
+            assert "--surge left Deployment tui-look/solo alone: HorizontalPodAutoscaler tui-look/solo" in panel
+            assert "(press s)" not in panel
 
     asyncio.run(run())
