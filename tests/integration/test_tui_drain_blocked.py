@@ -13,9 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import manifests
 from cluster_setup import deploy
 from integration.test_agent import _drain_spec, agent_dir
 from integration.test_drain import add_pdb
+from integration.test_rollouts import apply as apply_workload
 from integration.test_tui import SIZE, on_a_loop, until
 from invariants import HealthyPods
 
@@ -165,3 +167,45 @@ async def test_leaving_the_screen_after_s_still_starts_the_drain_with_surge(
     assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1
     healthy.settle({"solo": 1})
     assert healthy.stop()["solo"] >= 1
+
+
+@on_a_loop
+async def test_a_held_managed_workload_is_named_and_s_surges_its_replica_set(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A managed workload (the plugin's own apply): the advice scales it with rollout-plus scale, and s drains
+    with --surge through its one ReplicaSet, never below one Ready pod, its count back to 1 after."""
+    (node,) = dedicated_nodes(1)
+    document = manifests.deployment("shop", replicas=1, pod_spec=manifests.placement(namespace))
+    applied = apply_workload(kubeconfig, namespace, document, tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    dedicated_nodes(1)
+    add_pdb(cluster, namespace, "shop", app="shop", expected=1, min_available=1)
+    (replica_set,) = cluster.apps.list_namespaced_replica_set(namespace).items
+    healthy = HealthyPods(cluster, namespace).start()
+    job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
+        panel = screen.query_one(BlockerPanel)
+        await until(pilot, lambda: "(press s)" in panel.plain, what="s offered", timeout=60)
+        assert f"Give managed workload {namespace}/shop more replicas" in panel.plain, panel.plain
+        assert f"kubectl rollout-plus scale shop --replicas=2 -n {namespace}" in panel.plain, panel.plain
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("y")
+        surge_screen = await until(
+            pilot,
+            lambda: isinstance(app.screen, EvictionsScreen) and app.screen.job_id != job_id and app.screen,
+            what="the drain with --surge on screen",
+            timeout=90,
+        )
+        await until(
+            pilot, lambda: app.store.view(surge_screen.job_id).finished is not None, what="it finished", timeout=120
+        )
+        finished = app.store.view(surge_screen.job_id).finished
+        assert finished is not None
+        assert finished.state == "succeeded", finished
+    assert cluster.core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items == []
+    assert cluster.apps.read_namespaced_replica_set(replica_set.metadata.name, namespace).spec.replicas == 1
+    healthy.settle({"shop": 1})
+    assert healthy.stop()["shop"] >= 1
