@@ -36,11 +36,16 @@ def with_surge(spec: JobSpec) -> JobSpec:
     return dataclasses.replace(spec, drain=dataclasses.replace(spec.drain, options=options))
 
 
-async def until_ended(source: JobSource, job_id: str, *, from_seq: int) -> None:
-    """Follow the job's events from ``from_seq`` until its ``JobFinished`` (the agent's stream then ends)."""
+async def until_ended(source: JobSource, job_id: str, *, from_seq: int) -> bool:
+    """Follow the job's events from ``from_seq`` to the end of the agent's stream; whether it finished.
+
+    The stream's end, not ``JobFinished``: the agent sends that event before it lets go of the job's claims,
+    and ends the stream after, so a drain of the same nodes submitted at ``JobFinished`` could be refused.
+    """
+    finished = False
     async for item in source.follow(job_id, from_seq=from_seq):
-        if not isinstance(item, Lagged) and isinstance(item.event, JobFinished):
-            return
+        finished = finished or (not isinstance(item, Lagged) and isinstance(item.event, JobFinished))
+    return finished
 
 
 async def drain_again_with_surge(
@@ -55,10 +60,12 @@ async def drain_again_with_surge(
         raise AgentError(f"job {job_id}: {err}") from err
     cancelled = await link.run(cluster_calls.cancel(job_id))
     try:
-        await asyncio.wait_for(until_ended(source, job_id, from_seq=from_seq), timeout)
+        ended = await asyncio.wait_for(until_ended(source, job_id, from_seq=from_seq), timeout)
     except TimeoutError as err:
         raise AgentError(
             f"job {job_id} was cancelled but has not ended after {timeout:.0f} s, so no drain with --surge was "
             f"started; its nodes stay cordoned. Once it has ended: kubectl rollout-plus drain NODE --surge"
         ) from err
+    if not ended:
+        raise AgentError(f"lost job {job_id}'s events before it ended, so no drain with --surge was started")
     return cancelled, await link.run(cluster_calls.submit(again))

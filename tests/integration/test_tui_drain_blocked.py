@@ -20,6 +20,7 @@ from integration.test_drain import add_pdb
 from integration.test_rollouts import apply as apply_workload
 from integration.test_tui import SIZE, on_a_loop, until
 from invariants import HealthyPods
+from textual.pilot import Pilot
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
@@ -60,6 +61,36 @@ def _drain_in_the_tui(kubeconfig: Path, node: str, namespace: str) -> tuple[str,
     return job_id, RolloutPlusApp(agent_connect(), open_job=job_id)
 
 
+async def _drain_screen(pilot: Pilot[Any], app: RolloutPlusApp) -> EvictionsScreen:
+    """The drain's screen, once composed (its blocker panel is there to read)."""
+    screen = await until(
+        pilot,
+        lambda: isinstance(app.screen, EvictionsScreen) and app.screen.query(BlockerPanel) and app.screen,
+        what="the drain's screen",
+    )
+    assert isinstance(screen, EvictionsScreen)
+    return screen
+
+
+async def _until_succeeded(pilot: Pilot[Any], app: RolloutPlusApp, job_id: str) -> None:
+    """Until the drain with --surge has finished, and succeeded; else what its pods and surges were."""
+
+    def described() -> str:
+        view = app.store.view(job_id)
+        body = view.body
+        assert isinstance(body, DrainView)
+        pods = {key: (str(p.state), p.blocker.message if p.blocker else "") for key, p in body.pods.items()}
+        return f"{view.state} {view.finished}; pods {pods}; surging {dict(body.surging)}; not {dict(body.not_surged)}"
+
+    try:
+        await until(pilot, lambda: app.store.view(job_id).finished is not None, what="the drain", timeout=150)
+    except AssertionError as err:
+        raise AssertionError(f"{err}: {described()}") from err
+    finished = app.store.view(job_id).finished
+    assert finished is not None
+    assert finished.state == "succeeded", described()
+
+
 @on_a_loop
 async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
     agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
@@ -68,7 +99,7 @@ async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
     healthy = HealthyPods(cluster, namespace).start()
     job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
+        screen = await _drain_screen(pilot, app)
         held_key = f"{namespace}/{held}"
 
         def forty_gone_and_one_held() -> bool:
@@ -108,10 +139,7 @@ async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
             timeout=90,
         )
         new_id = surge_screen.job_id
-        await until(pilot, lambda: app.store.view(new_id).finished is not None, what="the surge drain", timeout=120)
-        finished = app.store.view(new_id).finished
-        assert finished is not None
-        assert finished.state == "succeeded", finished
+        await _until_succeeded(pilot, app, new_id)
         assert app.screen is surge_screen
         await until(pilot, lambda: not surge_screen.query_one(BlockerPanel).display, what="no PDB blocking")
 
@@ -147,7 +175,7 @@ async def test_leaving_the_screen_after_s_still_starts_the_drain_with_surge(
     healthy = HealthyPods(cluster, namespace).start()
     job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
+        screen = await _drain_screen(pilot, app)
         await until(pilot, lambda: screen.check_action("surge", ()) is True, what="s offered", timeout=60)
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
@@ -159,10 +187,7 @@ async def test_leaving_the_screen_after_s_still_starts_the_drain_with_surge(
             what="the drain with --surge submitted",
             timeout=90,
         )
-        await until(pilot, lambda: app.store.view(again.id).finished is not None, what="it finished", timeout=120)
-        finished = app.store.view(again.id).finished
-        assert finished is not None
-        assert finished.state == "succeeded", finished
+        await _until_succeeded(pilot, app, again.id)
     assert cluster.core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items == []
     assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1
     healthy.settle({"solo": 1})
@@ -185,7 +210,7 @@ async def test_a_held_managed_workload_is_named_and_s_surges_its_replica_set(
     healthy = HealthyPods(cluster, namespace).start()
     job_id, app = _drain_in_the_tui(kubeconfig, node, namespace)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await until(pilot, lambda: isinstance(app.screen, EvictionsScreen) and app.screen, what="drain")
+        screen = await _drain_screen(pilot, app)
         panel = screen.query_one(BlockerPanel)
         await until(pilot, lambda: "(press s)" in panel.plain, what="s offered", timeout=60)
         assert f"Give managed workload {namespace}/shop more replicas" in panel.plain, panel.plain
@@ -199,12 +224,7 @@ async def test_a_held_managed_workload_is_named_and_s_surges_its_replica_set(
             what="the drain with --surge on screen",
             timeout=90,
         )
-        await until(
-            pilot, lambda: app.store.view(surge_screen.job_id).finished is not None, what="it finished", timeout=120
-        )
-        finished = app.store.view(surge_screen.job_id).finished
-        assert finished is not None
-        assert finished.state == "succeeded", finished
+        await _until_succeeded(pilot, app, surge_screen.job_id)
     assert cluster.core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items == []
     assert cluster.apps.read_namespaced_replica_set(replica_set.metadata.name, namespace).spec.replicas == 1
     healthy.settle({"shop": 1})
