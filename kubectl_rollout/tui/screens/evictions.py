@@ -253,11 +253,13 @@ class EvictionsScreen(JobScreen):
             return
         link: CallRunner | None = getattr(self.app, "cluster_link", None)
         source = self.rollout_app.source
-        if link is None or source is None or self._replacing:
+        if link is None or source is None or self.check_action("surge", ()) is not True:
+            self.notify(f"job {self.job_id} ended or changed meanwhile: nothing was done", severity="warning")
             return
         self._replacing = True  # a second s meanwhile would cancel a drain that is already going
         self.refresh_bindings()
-        self.app.run_worker(self._replace(link, source, from_seq=body.last_seq + 1), group="surge", exit_on_error=False)
+        from_seq = self.view.last_seq + 1  # the stream from here ends with the cancelled drain's last event
+        self.app.run_worker(self._replace(link, source, from_seq=from_seq), group="surge", exit_on_error=False)
 
     async def _replace(self, link: CallRunner, source: JobSource, *, from_seq: int) -> None:
         """Run by the app, so that leaving this screen meanwhile does not stop it half-way (``drain_with_surge``)."""
