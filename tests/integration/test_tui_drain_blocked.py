@@ -72,6 +72,21 @@ async def _drain_screen(pilot: Pilot[Any], app: RolloutPlusApp) -> EvictionsScre
     return screen
 
 
+async def _s_then_yes(pilot: Pilot[Any], app: RolloutPlusApp, job_id: str) -> EvictionsScreen:
+    """Press s, answer the question with y: the drain with --surge's screen, in the place of job ``job_id``'s."""
+    await pilot.press("s")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+    await pilot.press("y")
+    screen = await until(
+        pilot,
+        lambda: isinstance(app.screen, EvictionsScreen) and app.screen.job_id != job_id and app.screen,
+        what="the drain with --surge on screen",
+        timeout=90,
+    )
+    assert isinstance(screen, EvictionsScreen)
+    return screen
+
+
 async def _until_succeeded(pilot: Pilot[Any], app: RolloutPlusApp, job_id: str) -> None:
     """Until the drain with --surge has finished, and succeeded; else what its pods and surges were."""
 
@@ -128,16 +143,7 @@ async def test_a_pod_held_among_forty_gone_is_on_screen_named_and_s_surges_it(
         assert "(press s)" in panel.plain
         assert screen.check_action("surge", ()) is True
 
-        await pilot.press("s")
-        dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="the question")
-        assert isinstance(dialog, ConfirmScreen)
-        await pilot.press("y")
-        surge_screen = await until(
-            pilot,
-            lambda: isinstance(app.screen, EvictionsScreen) and app.screen.job_id != job_id and app.screen,
-            what="the drain with --surge on screen",
-            timeout=90,
-        )
+        surge_screen = await _s_then_yes(pilot, app, job_id)
         new_id = surge_screen.job_id
         await _until_succeeded(pilot, app, new_id)
         assert app.screen is surge_screen
@@ -215,15 +221,7 @@ async def test_a_held_managed_workload_is_named_and_s_surges_its_replica_set(
         await until(pilot, lambda: "(press s)" in panel.plain, what="s offered", timeout=60)
         assert f"Give managed workload {namespace}/shop more replicas" in panel.plain, panel.plain
         assert f"kubectl rollout-plus scale shop --replicas=2 -n {namespace}" in panel.plain, panel.plain
-        await pilot.press("s")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
-        await pilot.press("y")
-        surge_screen = await until(
-            pilot,
-            lambda: isinstance(app.screen, EvictionsScreen) and app.screen.job_id != job_id and app.screen,
-            what="the drain with --surge on screen",
-            timeout=90,
-        )
+        surge_screen = await _s_then_yes(pilot, app, job_id)
         await _until_succeeded(pilot, app, surge_screen.job_id)
     assert cluster.core.list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items == []
     assert cluster.apps.read_namespaced_replica_set(replica_set.metadata.name, namespace).spec.replicas == 1
