@@ -122,3 +122,24 @@ def pod(
 
 def eviction(name: str, namespace: str) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+
+
+def statefulset(
+    name: str,
+    *,
+    replicas: int,
+    annotations: dict[str, str] | None = None,
+    pod_spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """StatefulSet ``name`` (its pods labelled app=NAME; ``pod_spec``: placement and other pod fields)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": pod_template(name, annotations, spec=pod_spec),
+        },
+    }

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -37,6 +39,7 @@ from kubectl_rollout.drain.pod_filters import (
     summarize_errors,
     summarize_warnings,
 )
+from kubectl_rollout.drain.pod_owners import OwnerLookup
 from kubectl_rollout.drain.surge.decision import parse_surge_max
 from kubectl_rollout.drain.surge.leftovers import restore_leftovers
 from kubectl_rollout.drain.surge.session import SurgeSession
@@ -49,7 +52,7 @@ from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
 from kubectl_rollout.jobs.events.drain import WorkloadRef
-from kubectl_rollout.jobs.events.eviction import PodEvicted, PodFailed
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodFailed
 from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, api_message
@@ -57,6 +60,8 @@ from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
 from kubectl_rollout.kube.watched_collection import WatchedCollection
+
+log = logging.getLogger(__name__)
 
 
 def drain_permissions(options: DrainOptions, *, by_selector: bool = False, read_only: bool = False) -> list[Permission]:
@@ -189,13 +194,36 @@ class DrainEngine:
         self.surge_max = parse_surge_max(options.surge_max) if options.surge else None
         #: the surges of the node (or node batch) being drained
         self._surges: SurgeSession | None = None
+        #: the pods being removed, by "namespace/name", and those whose owner was looked up (``_name_owner``)
+        self._removing: dict[str, Any] = {}
+        self._owners = OwnerLookup(cluster)
+        self._owners_named: set[str] = set()
+        self._owners_lock = threading.Lock()
 
     def _from_evictor(self, event: Event) -> None:
         # A drained pod of a surged workload was evicted: its workload's count comes down by one.
         surges = self._surges
         if surges is not None and isinstance(event, PodEvicted) and event.dry_run is DryRun.NONE:
             surges.evicted(event.pod)
+        if isinstance(event, EvictionBlocked) and event.pdb:
+            self._name_owner(event.pod)
         self.emit(event)
+
+    def _name_owner(self, ref: PodRef) -> None:
+        """At a pod's first PDB refusal, say whose pod it is (``PodOwnerKnown``): one ReplicaSet read at most,
+        on the pod's own eviction thread, which is waiting for the PDB anyway."""
+        key = str(ref)
+        with self._owners_lock:
+            if key in self._owners_named or key not in self._removing:
+                return
+            self._owners_named.add(key)
+        try:
+            owner = self._owners.owner_of(self._removing[key])
+        except ApiException as err:
+            # The advice then names no workload; the drain itself needs no ReplicaSet (docs/rbac/drain.yaml).
+            log.info("could not read the owner of pod %s: %s", key, api_message(err))
+            return
+        self.emit(drain_events.PodOwnerKnown(pod=ref, owner=owner))
 
     def _surge_session(self) -> SurgeSession:
         assert self.surge_max is not None
@@ -486,6 +514,7 @@ class DrainEngine:
         if warnings:
             self.emit(drain_events.DrainWarning(node=name, message=warnings))
         to_remove = eviction_order([pod for pod, verdict in judged if verdict.delete])
+        self._removing.update((qualified(pod), pod) for pod in to_remove)
         dry_run = self.options.dry_run
         self.emit(
             drain_events.NodeDrainStarted(node=name, pods=tuple(_ref(p, name) for p in to_remove), dry_run=dry_run)

@@ -39,3 +39,10 @@ def record_name(name: str) -> str:
 def driver_lease_name(name: str) -> str:
     """The Lease held by whoever drives managed workload ``name`` (its driver, or a drain surging it)."""
     return record_name(name)
+
+
+def workload_of(owner_kind: str, owner_name: str) -> str | None:
+    """The managed workload whose record is this controller owner (kind, name), or None."""
+    if owner_kind != "ConfigMap" or not owner_name.startswith(RECORD_PREFIX):
+        return None
+    return owner_name[len(RECORD_PREFIX) :]

@@ -42,17 +42,7 @@ def uids(cluster: Cluster, namespace: str, app: str) -> dict[str, str]:
 
 
 def statefulset(name: str, replicas: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
-            "template": manifests.pod_template(name, {manifests.READY_AFTER: "1s"}),
-        },
-    }
+    return manifests.statefulset(name, replicas=replicas, annotations={manifests.READY_AFTER: "1s"})
 
 
 def test_deployment_pods_are_replaced_one_at_a_time_without_a_new_revision(

@@ -349,6 +349,25 @@ def test_a_drain_works_with_exactly_the_documented_cluster_role(
     assert cluster.core.read_node(target).spec.unschedulable in (None, False)
 
 
+def test_a_held_pod_under_the_drain_role_alone_is_explained_without_its_workload(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
+) -> None:
+    """The drain's Role may not read ReplicaSets: the held pod's owner is left unnamed (no PodOwnerKnown), and
+    the drain goes on as before, saying nothing of the refused read."""
+    (target,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "web", 1, pool=namespace)
+    add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+    config = kubeconfig_for(role_document("drain"))
+
+    result = drain(config, target, "--timeout", "4s")
+
+    assert result.returncode == 1
+    assert by_type(result, "EvictionBlocked")
+    assert by_type(result, "PodOwnerKnown") == []
+    assert "replicasets" not in result.stderr
+    assert by_type(result, "NodeDrainFailed")[0]["node"] == target
+
+
 @pytest.mark.parametrize(
     ("resource", "verb"),
     [("nodes", "patch"), ("pods/eviction", "create"), ("pods", "watch"), ("poddisruptionbudgets", "watch")],

@@ -20,7 +20,10 @@ from typing import Any
 
 import manifests
 import pytest
+from cluster_setup import deploy
 from integration.test_agent import _place, agent_dir
+from integration.test_drain import add_pdb
+from invariants import HealthyPods
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths
@@ -41,6 +44,18 @@ class Tmux:
 
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "tui")
+
+    def drain_with_tui(self, kubeconfig: Path, node: str) -> None:
+        """``drain NODE --tui`` in session ``tui``, 80x24, with this test's agent."""
+        command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
+        env = {
+            ENV_DIR: os.environ[ENV_DIR],
+            "PATH": os.environ["PATH"],
+            "TERM": "xterm-256color",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        }
+        environment = [f"{k}={v}" for k, v in env.items()]
+        self.run("new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *environment, *command)
 
     def wait_for(self, check: Callable[[str], bool], *, what: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
@@ -73,16 +88,7 @@ def test_drain_tui_in_a_terminal_shows_the_blocking_pdb_then_the_node_drained(
     (node,) = dedicated_nodes(1)
     _place(cluster, namespace, node, replicas=2)
     cluster.policy.create_namespaced_pod_disruption_budget(namespace, manifests.pdb("web", app="web", min_available=2))
-    command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
-    env = {
-        ENV_DIR: os.environ[ENV_DIR],
-        "PATH": os.environ["PATH"],
-        "TERM": "xterm-256color",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    tmux.run(
-        "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "env", *[f"{k}={v}" for k, v in env.items()], *command
-    )
+    tmux.drain_with_tui(kubeconfig, node)
 
     shown = tmux.wait_for(lambda s: f"PDB {namespace}/web" in s, what="the blocker panel naming the PDB")
     assert "2/2 healthy/needed" in shown, shown
@@ -105,3 +111,49 @@ def test_drain_tui_in_a_terminal_shows_the_blocking_pdb_then_the_node_drained(
             break
         time.sleep(0.2)
     assert (job.kind, job.target, job.state) == ("drain", f"node/{node}", "succeeded")
+
+
+def test_s_in_a_terminal_drains_a_held_deployment_again_with_surge(
+    agent_dir: AgentPaths,
+    tmux: Tmux,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    """One pod of Deployment solo behind minAvailable 1: the panel names solo and offers s; s, then y, and the
+    node drains with --surge (a stand-in on the other node first), solo never without a Ready pod."""
+    (node,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "solo", 1, pool=namespace)
+    dedicated_nodes(1)  # where the surge's extra pod goes
+    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    healthy = HealthyPods(cluster, namespace).start()
+    tmux.drain_with_tui(kubeconfig, node)
+
+    def squeezed(shown: str) -> str:
+        return "".join(shown.split())  # the panel wraps its lines where the terminal ends
+
+    # The panel says what s does, and the footer shows the key.
+    shown = tmux.wait_for(lambda s: "(presss)" in squeezed(s) and "s Surge" in s, what="s offered")
+    assert f"GiveDeployment{namespace}/solomorereplicas" in squeezed(shown), shown
+
+    tmux.run("send-keys", "-t", "tui", "s")
+    tmux.wait_for(lambda s: "again with --surge?" in s, what="the confirmation")
+    tmux.run("send-keys", "-t", "tui", "y")
+    shown = tmux.wait_for(lambda s: f"{node}  drained" in s, what=f"{node} drained by the drain with --surge")
+    assert f"PDB {namespace}/solo" not in shown
+
+    tmux.run("send-keys", "-t", "tui", "q")
+    # The screen shows the node drained as soon as the event comes; the job ends a moment later: followed to
+    # its end on the agent's stream.
+    with connect(name="test", start=False) as agent:
+        (again,) = [job for job in agent.jobs() if job.state != "cancelled"]
+        for _ in agent.attach(again.id):
+            pass
+        jobs = {job.id: agent.show(job.id) for job in agent.jobs()}
+    assert sorted(job.state for job in jobs.values()) == ["cancelled", "succeeded"], jobs
+    assert jobs[again.id].spec["drain"]["options"]["surge"] is True
+    assert cluster.core.read_node(node).spec.unschedulable is True
+    assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1
+    healthy.settle({"solo": 1})
+    assert healthy.stop()["solo"] >= 1

@@ -73,3 +73,27 @@ def test_the_same_row_objects_again_change_nothing_and_moved_ones_repaint() -> N
 
     asyncio.run(scenario())
     assert seen == [2, 0, 2]
+
+
+def test_a_table_whose_rows_reorder_keeps_its_cursor_on_its_line() -> None:
+    """The Drain screen's pods move between groups by themselves: the cursor stays on its line there, so a pod
+    under it that goes (to the bottom) does not scroll the table away."""
+    seen: list[tuple[int, str | None]] = []
+
+    class _Reordering(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LiveTable(("POD", "STATE"), id="t", cursor_follows_key=False)
+
+    async def scenario() -> None:
+        app = _Reordering()
+        async with app.run_test(size=(40, 10)) as pilot:
+            table = app.query_one(LiveTable)
+            table.sync(_rows({"a": "blocked", "b": "evicting", "c": "pending"}))
+            await pilot.pause()
+            seen.append((table.cursor_row, table.selected_key))
+            table.sync(_rows({"b": "evicting", "c": "pending", "a": "gone"}))
+            await pilot.pause()
+            seen.append((table.cursor_row, table.selected_key))
+
+    asyncio.run(scenario())
+    assert seen == [(0, "a"), (0, "b")]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from kubectl_rollout.drain.surge.managed import managed_from, steady_replica_set, why_not_steady, workload_of
-from kubectl_rollout.kube.record_names import record_name
+from kubectl_rollout.drain.surge.managed import managed_from, steady_replica_set, why_not_steady
+from kubectl_rollout.kube.record_names import record_name, workload_of
 from kubectl_rollout.rollout import record
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import RolloutStatus

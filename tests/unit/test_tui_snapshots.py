@@ -8,6 +8,7 @@ change in a snapshot is a change in the TUI. Update them with
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -20,11 +21,15 @@ from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.tui.app import RolloutPlusApp
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.recorded_jobs import RecordedJobs
+from kubectl_rollout.tui.screens.evictions import EvictionsScreen
+from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar
 
 STREAMS = Path(__file__).parent / "streams"
@@ -194,3 +199,91 @@ def test_drain_screen_after_a_resize_from_200x50_to_80x24(snap_compare: Any) -> 
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(200, 50), run_before=run)
+
+
+#: 40 pods of Deployment many evicted, the one pod of Deployment solo held by PDB tui-look/solo (minAvailable 1),
+#: recorded with ``drain -o jsonl`` until it timed out; up to ``FORTY_HELD``, the last of the 40 pods is gone
+FORTY = "drain_forty_gone_one_held.jsonl"
+FORTY_HELD = 126
+#: a second after that
+FORTY_FROZEN = 1795685402.4
+
+
+class RecordingThatCanAct(RecordedJobs):
+    """A recording whose jobs may be steered, to show the keys a live agent's job has (a recording's never
+    does; steering a real agent's job is tested in tests/integration/test_tui_drain_blocked.py)."""
+
+    can_act = True
+
+
+def forty_held(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    envelopes = recorded(FORTY, until=FORTY_HELD)
+
+    async def connect() -> JobSource:
+        source = RecordingThatCanAct if can_act else RecordedJobs
+        return source(envelopes, description="recorded")
+
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: FORTY_FROZEN)
+
+
+def test_drain_screen_shows_the_held_pod_first_and_names_its_deployment(snap_compare: Any) -> None:
+    """The held pod above the forty gone ones; the panel names Deployment solo and what --surge would do, and
+    the footer offers s."""
+    assert snap_compare(forty_held(can_act=True), terminal_size=(80, 24), run_before=settled("enter"))
+
+
+def test_s_asks_before_it_drains_again_with_surge(snap_compare: Any) -> None:
+    assert snap_compare(forty_held(can_act=True), terminal_size=(80, 24), run_before=settled("enter", "s"))
+
+
+@pytest.mark.parametrize(
+    ("can_act", "readonly"), [pytest.param(False, False, id="recording"), pytest.param(True, True, id="readonly")]
+)
+def test_no_s_where_nothing_may_be_steered(can_act: bool, readonly: bool) -> None:
+    app = forty_held(can_act=can_act, readonly=readonly)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, EvictionsScreen)
+            assert "Deployment tui-look/solo" in screen.query_one(BlockerPanel).plain
+            assert screen.check_action("surge", ()) is False
+            assert "(press s)" not in screen.query_one(BlockerPanel).plain
+            await pilot.press("s")
+            await pilot.pause(0.1)
+            assert app.screen is screen
+
+    asyncio.run(run())
+
+
+def test_a_drain_that_surges_says_why_it_left_the_workload_alone_and_offers_no_s() -> None:
+    """The same held pod in a drain with --surge that did not surge solo (an autoscaler on it, say): the panel
+    says so, and s is not offered (a drain with --surge again would decide the same)."""
+    envelopes = recorded(FORTY, until=FORTY_HELD)
+    last = envelopes[-1]
+    (held,) = [e.event.pod for e in envelopes if isinstance(e.event, drain_events.PodOwnerKnown)]
+    skipped = surge_events.SurgeSkipped(
+        workload=drain_events.WorkloadRef(kind="Deployment", namespace="tui-look", name="solo"),
+        reason="HorizontalPodAutoscaler tui-look/solo sets its replica count and would undo a surge",
+        pods=(held,),
+    )
+    envelopes.append(Envelope(job=last.job, seq=last.seq + 1, at=last.at, event=skipped))
+
+    async def connect() -> JobSource:
+        return RecordingThatCanAct(envelopes, description="recorded")
+
+    app = RolloutPlusApp(connect, clock=lambda: FORTY_FROZEN)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, EvictionsScreen)
+            assert screen.check_action("cancel", ()) is True  # it can be steered: s is absent for its own reason
+            assert screen.check_action("surge", ()) is False
+            panel = " ".join(screen.query_one(BlockerPanel).plain.split())
+            assert "--surge left Deployment tui-look/solo alone: HorizontalPodAutoscaler tui-look/solo" in panel
+            assert "(press s)" not in panel
+
+    asyncio.run(run())

@@ -40,6 +40,11 @@ def submit(spec: JobSpec) -> Call[JobInfo]:
     return Call(Method.SUBMIT, {"spec": spec.as_dict()}, _job)
 
 
+def show(job_id: str) -> Call[JobInfo]:
+    """The job, whole (its spec with every option: what starting it again needs)."""
+    return Call(Method.SHOW, {"job": job_id}, _job)
+
+
 def cancel(job_id: str) -> Call[JobInfo]:
     return Call(Method.CANCEL, {"job": job_id}, _job)
 

@@ -18,9 +18,10 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.drain.pod_owners import OwnerLookup
 from kubectl_rollout.drain.surge.decision import WorkloadFacts, budget_room, gitops_marker
 from kubectl_rollout.drain.surge.leases import driver_lease, surge_lease
-from kubectl_rollout.drain.surge.managed import ManagedWorkload, read_managed, steady_replica_set, workload_of
+from kubectl_rollout.drain.surge.managed import ManagedWorkload, read_managed, steady_replica_set
 from kubectl_rollout.drain.surge.record import DEPLOYMENT, REPLICA_SET, RecordedKind, record_of
 from kubectl_rollout.eviction.pdb_watch import PdbWatch
 from kubectl_rollout.jobs.events.base import PodRef
@@ -60,36 +61,8 @@ class FactReader:
     def __init__(self, cluster: Cluster, pdbs: PdbWatch) -> None:
         self.cluster = cluster
         self.pdbs = pdbs
-        self._replica_sets: dict[tuple[str, str], Any] = {}
+        self._owners = OwnerLookup(cluster)
         self._autoscalers: dict[str, dict[str, str]] = {}
-
-    def _replica_set(self, namespace: str, name: str) -> Any | None:
-        key = (namespace, name)
-        if key not in self._replica_sets:
-            try:
-                self._replica_sets[key] = call_with_retry(
-                    self.cluster.apps.read_namespaced_replica_set, name, namespace
-                )
-            except ApiException as err:
-                if err.status != 404:
-                    raise
-                self._replica_sets[key] = None
-        return self._replica_sets[key]
-
-    def _owner_ref(self, pod: Any) -> WorkloadRef:
-        namespace = pod.metadata.namespace
-        ref = controller_of(pod)
-        if ref is None:
-            return WorkloadRef(kind="Pod", namespace=namespace, name=pod.metadata.name)
-        if ref.kind == "ReplicaSet":
-            replica_set = self._replica_set(namespace, ref.name)
-            parent = controller_of(replica_set) if replica_set is not None else None
-            if parent is not None and parent.kind == "Deployment":
-                return WorkloadRef(kind="Deployment", namespace=namespace, name=parent.name)
-            managed = workload_of(parent.kind, parent.name) if parent is not None else None
-            if managed is not None:
-                return WorkloadRef(kind="ManagedWorkload", namespace=namespace, name=managed)
-        return WorkloadRef(kind=ref.kind, namespace=namespace, name=ref.name)
 
     def _autoscaler_of(self, ref: WorkloadRef) -> str | None:
         if ref.namespace not in self._autoscalers:
@@ -106,7 +79,7 @@ class FactReader:
     def owners(self, pods: Iterable[tuple[Any, str]]) -> list[Owner]:
         owners: dict[WorkloadRef, Owner] = {}
         for pod, node in pods:
-            ref = self._owner_ref(pod)
+            ref = self._owners.owner_of(pod)
             owner = owners.setdefault(ref, Owner(ref=ref))
             owner.pods.append(PodRef(namespace=pod.metadata.namespace, name=pod.metadata.name, node=node))
             controller = controller_of(pod)

@@ -17,7 +17,6 @@ import time
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.surge.leases import driver_lease, surge_lease
-from kubectl_rollout.drain.surge.managed import workload_of
 from kubectl_rollout.drain.surge.pdb_recount import clear_left_by
 from kubectl_rollout.drain.surge.record import DEPLOYMENT, KINDS, SurgeRecord, kind_named, list_records, restore
 from kubectl_rollout.drain.surge.workload_events import record_workload_event
@@ -25,6 +24,7 @@ from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import workload_of
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, WorkloadLease
 
 log = logging.getLogger(__name__)

@@ -28,13 +28,6 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import RECORD_PREFIX, WORKLOAD_LABEL, record_name
 
 
-def workload_of(owner_kind: str, owner_name: str) -> str | None:
-    """The managed workload whose record is this controller owner (kind, name), or None."""
-    if owner_kind != "ConfigMap" or not owner_name.startswith(RECORD_PREFIX):
-        return None
-    return owner_name[len(RECORD_PREFIX) :]
-
-
 @dataclass(frozen=True, kw_only=True)
 class ManagedWorkload:
     """A managed workload as the drain sees it: its record's numbers and its ReplicaSets."""

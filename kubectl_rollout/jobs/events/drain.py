@@ -50,6 +50,21 @@ class WorkloadAvailability:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PodOwnerKnown(Event):
+    """The workload of a pod whose eviction a PodDisruptionBudget refused, read once per pod at its first
+    refusal: the blocker's advice names it (``scale deployment/web``, what ``--surge`` would do) instead of
+    a placeholder. Not sent when the pod's ReplicaSet cannot be read (the drain's Role need not allow it)."""
+
+    TYPE = "PodOwnerKnown"
+
+    pod: PodRef
+    owner: WorkloadRef
+
+    def coalesce_key(self) -> str | None:
+        return f"owner:{self.pod}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class PodPlan:
     """One pod's pre-flight verdict."""
 

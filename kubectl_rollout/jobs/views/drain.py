@@ -12,6 +12,7 @@ from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PdbPodsUnhealthy
+from kubectl_rollout.jobs.views.blockers import OwnerFacts
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, fold_pod_into, with_pdb_pods
 
 
@@ -57,6 +58,8 @@ class DrainView:
     finished: drain_events.DrainFinished | None = None
     #: the PodDisruptionBudgets ("namespace/name") that refused or held an eviction at some point
     blocked_by: tuple[str, ...] = ()
+    #: the workload of each pod a PDB held ("namespace/name" -> its owner), as the engine read it
+    owners: Mapping[str, drain_events.WorkloadRef] = field(default_factory=lambda: MappingProxyType({}))
     #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
     pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: the plan's decisions per workload
@@ -67,6 +70,11 @@ class DrainView:
     not_surged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: --surge: workloads whose count was restored, leftovers of killed drains included
     restored: tuple[surge_events.SurgeRestored, ...] = ()
+
+    @property
+    def owner_facts(self) -> OwnerFacts:
+        """What the blocker advice needs of the owners and the surges."""
+        return OwnerFacts(owners=self.owners, not_surged=self.not_surged, surging=self.surging)
 
     def pods_in(self, state: PodState) -> list[PodView]:
         return [p for p in self.pods.values() if p.state is state]
@@ -200,6 +208,8 @@ def _fold_drain(view: DrainView, event: Event) -> DrainView:
         return dataclasses.replace(view, surging=surging, restored=(*view.restored, event))
     if isinstance(event, PdbPodsUnhealthy):
         return dataclasses.replace(view, pdb_pods=with_pdb_pods(view.pdb_pods, event))
+    if isinstance(event, drain_events.PodOwnerKnown):
+        return dataclasses.replace(view, owners={**view.owners, str(event.pod): event.owner})
     if isinstance(event, drain_events.DrainFinished):
         return dataclasses.replace(view, finished=event, waiting_for=())
     return view

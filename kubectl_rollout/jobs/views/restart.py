@@ -9,10 +9,15 @@ from types import MappingProxyType
 
 from kubectl_rollout.jobs.events import restart as restart_events
 from kubectl_rollout.jobs.events.base import Envelope, Event, PodRef
+from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy
+from kubectl_rollout.jobs.views.blockers import OwnerFacts
 from kubectl_rollout.jobs.views.pods import PodState, PodView, fold_pod, with_pdb_pods
 
 _NO_PODS: Mapping[str, PodView] = MappingProxyType({})
+
+#: the kinds a restart by eviction takes (``kind/name``, lower case as kubectl writes them), as the API names them
+_KINDS = {"deployment": "Deployment", "statefulset": "StatefulSet", "daemonset": "DaemonSet"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +39,16 @@ class RestartView:
     finished: restart_events.RestartFinished | None = None
     #: per PDB that held an eviction, the pods it did not count as healthy when last looked at
     pdb_pods: Mapping[str, PdbPodsUnhealthy] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def owner_facts(self) -> OwnerFacts:
+        """Every pod's workload is the one restarted (``workload`` is ``kind/name``, as the command took it);
+        a restart has no --surge."""
+        kind, _, name = self.workload.partition("/")
+        if not name:
+            return OwnerFacts(surge_applies=False)
+        owner = WorkloadRef(kind=_KINDS.get(kind.lower(), kind), namespace=self.namespace, name=name)
+        return OwnerFacts(owners=dict.fromkeys(self.pods, owner), surge_applies=False)
 
     @property
     def replaced(self) -> int:

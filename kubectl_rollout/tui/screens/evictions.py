@@ -1,20 +1,41 @@
 """The screen of a job that evicts pods: every pod with its state, per node, and why blocked pods wait.
 
 It shows a drain (its nodes, then the pods each node sheds) and a restart by
-eviction (the same pod states, each pod ending replaced, without nodes).
+eviction (the same pod states, each pod ending replaced, without nodes). The
+pods come in the order of what needs a person's eyes (``by_attention``): a
+blocked pod is on screen even behind forty gone ones.
+
+``s`` drains again with ``--surge`` when a PDB holds a pod of a workload a
+surge can raise (a Deployment, a managed workload) and this drain does not
+surge: a running drain cannot take up a surge (its surges are decided before
+its first eviction, per node), so the drain is cancelled (its nodes stay
+cordoned; what it evicted stays evicted) and, once it has ended, the same
+drain (nodes, selector, every option) starts again with ``--surge`` and its
+screen takes this one's place.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
-from kubectl_rollout.jobs.views.blockers import pdb_blocks
+from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.events.drain import WorkloadRef
+from kubectl_rollout.jobs.events.eviction import DryRun
+from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
 from kubectl_rollout.jobs.views.drain import DrainView, NodeState, NodeView
-from kubectl_rollout.jobs.views.pods import PodState, PodView
+from kubectl_rollout.jobs.views.pods import PodState, PodView, by_attention
 from kubectl_rollout.jobs.views.restart import RestartView
+from kubectl_rollout.tui.agent_calls import CallRunner
+from kubectl_rollout.tui.drain_with_surge import drain_again_with_surge
 from kubectl_rollout.tui.formatting import countdown, duration
+from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.screens.job_screen import JobScreen
 from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar
@@ -67,19 +88,48 @@ def node_row(node: NodeView) -> tuple[Cell, ...]:
     )
 
 
-class EvictionsScreen(JobScreen):
-    HELP_TEXT = (
-        "A drain: its nodes (cordoned, draining, drained, failed) and every pod it evicts: pending, queued (its "
-        "node is draining), evicting, blocked (the PDB and its healthy/needed counts, the next try), terminating, "
-        "gone, failed. The blocker panel explains each PodDisruptionBudget that blocks pods now and what would "
-        "unblock it. A restart by eviction shows here too: its pods end as 'replacement Ready'."
+def surge_question(job_id: str, view: DrainView, workloads: Mapping[WorkloadRef, int]) -> str:
+    """The confirmation of ``s``: what happens to this drain, and what the surge will do (``workloads``: those
+    it would raise, with their pods PDBs hold now)."""
+    nodes = ", ".join(view.nodes) or "its nodes"
+    raised = "; ".join(
+        f"{'managed workload ' + w.namespace + '/' + w.name if w.kind == 'ManagedWorkload' else w} gets "
+        f"{n} extra replica{'s' if n != 1 else ''} on other nodes first"
+        for w, n in sorted(workloads.items())
     )
+    return (
+        f"Drain {nodes} again with --surge?\n\n"
+        f"Job {job_id} is cancelled: its nodes stay cordoned, the pods it evicted stay evicted. Once it has ended, "
+        f"the same drain starts again with --surge: {raised}; each pod is evicted once its stand-in is Ready, and "
+        "the count comes back to what it was, so the PDB never drops below its minimum. A workload that cannot "
+        "surge (an autoscaler on it, no room, a quota) waits for its PDB as now, and the screen says why."
+    )
+
+
+class EvictionsScreen(JobScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "surge", "Surge", tooltip="Drain again with --surge")]
+    HELP_TEXT = (
+        "A drain: its nodes (cordoned, draining, drained, failed) and every pod it evicts, what needs attention "
+        "first: blocked (the PDB and its healthy/needed counts, the next try), failed, evicting, pending or queued "
+        "(its node is draining), terminating, then gone. The blocker panel explains each PodDisruptionBudget that "
+        "blocks pods now, names their workload and what would unblock it. s (when a PDB holds a Deployment's or a "
+        "managed workload's pod and the drain does not surge) cancels the drain and starts it again with --surge: "
+        "extra replicas elsewhere first. A restart by eviction shows here too: its pods end as 'replacement Ready'."
+    )
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(job_id)
+        #: ``s`` was confirmed: the drain is being replaced by one with --surge
+        self._replacing = False
+        #: the blocking PDBs of a view (``_blocks``)
+        self._blocks_of: tuple[object, list[PdbBlock]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="job-header", classes="summary")
         yield LiveTable(NODE_COLUMNS, id="nodes")
-        yield LiveTable(POD_COLUMNS, id="pods")
+        # The cursor keeps its place while pods change groups (a pod under it going gone would drag it down).
+        yield LiveTable(POD_COLUMNS, id="pods", cursor_follows_key=False)
         yield BlockerPanel()
         yield FilterBar()
         yield Footer()
@@ -121,11 +171,32 @@ class EvictionsScreen(JobScreen):
             order = [key for node in body.nodes.values() for key in node.pods]
             listed = set(order)
             order += [key for key in body.pods if key not in listed]
-            return dict(body.nodes), [body.pods[key] for key in order if key in body.pods]
+            return dict(body.nodes), by_attention(body.pods[key] for key in order if key in body.pods)
         if isinstance(body, RestartView):
             order = list(body.order) + [key for key in body.pods if key not in set(body.order)]
-            return {}, [body.pods[key] for key in order if key in body.pods]
+            return {}, by_attention(body.pods[key] for key in order if key in body.pods)
         return {}, []
+
+    def _blocks(self) -> list[PdbBlock]:
+        """The blocking PDBs of the view as it is; worked out once per view (the footer's keys, the panel and
+        ``s`` all ask at each flush, and each time is a pass over every pod)."""
+        body = self.view.body
+        if self._blocks_of is not None and self._blocks_of[0] is body:
+            return self._blocks_of[1]
+        blocks: list[PdbBlock] = []
+        if isinstance(body, DrainView | RestartView):
+            blocks = pdb_blocks(body.pods, body.pdb_pods, surge=body.owner_facts)
+        self._blocks_of = (body, blocks)
+        return blocks
+
+    def _surgeable(self) -> dict[WorkloadRef, int]:
+        """The workloads a drain with --surge would raise, with their pods PDBs hold now (none: no ``s``)."""
+        body = self.view.body
+        if not isinstance(body, DrainView) or (body.plan is not None and body.plan.dry_run is not DryRun.NONE):
+            return {}  # a dry run surges nothing
+        wanted = {w for block in self._blocks() for w in block.surgeable}
+        held = [body.owners.get(str(p.pod)) for block in self._blocks() for p in block.pods]
+        return {w: held.count(w) for w in sorted(wanted)}
 
     def show_changes(self, jobs: frozenset[str]) -> None:
         # Events show at once in the pod table and the header. The blocker panel explains (its counts and
@@ -149,10 +220,63 @@ class EvictionsScreen(JobScreen):
         node_table.display = bool(nodes)
         node_table.sync([(name, node_row(node)) for name, node in nodes.items()])
         self.query_one("#pods", LiveTable).sync(self._pod_rows(pods, nodes, now=now), needle=needle)
-        body = self.view.body
-        blocks = pdb_blocks(body.pods, body.pdb_pods) if isinstance(body, DrainView | RestartView) else []
+        blocks = self._blocks()
         names = tuple(block.pdb for block in blocks)
         if self._events_only and names == self._panel_pdbs:
             return  # the same PDBs block: their counts follow the tick
         self._panel_pdbs = names
-        self.query_one(BlockerPanel).show_blocks(blocks, now=now)
+        self.query_one(BlockerPanel).show_blocks(blocks, now=now, surge_key=self.check_action("surge", ()) is True)
+
+    # --- s: drain again with --surge ---------------------------------------------------------
+
+    def _key_facts(self) -> tuple[object, ...]:
+        return (*super()._key_facts(), self._replacing, tuple(self._surgeable()))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "surge":
+            # Shown only where it applies; --readonly and a recording never show it.
+            source = self.rollout_app.source
+            can_act = source is not None and source.can_act and not self.rollout_app.readonly
+            return can_act and not self._replacing and self._job_running() and bool(self._surgeable())
+        return super().check_action(action, parameters)
+
+    @work(group="surge")
+    async def action_surge(self) -> None:
+        workloads = self._surgeable()
+        body = self.view.body
+        if self.check_action("surge", ()) is not True or not isinstance(body, DrainView):
+            return
+        from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+
+        question = surge_question(self.job_id, body, workloads)
+        if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Drain with --surge")):
+            return
+        link: CallRunner | None = getattr(self.app, "cluster_link", None)
+        source = self.rollout_app.source
+        if link is None or source is None or self.check_action("surge", ()) is not True:
+            self.notify(f"job {self.job_id} ended or changed meanwhile: nothing was done", severity="warning")
+            return
+        self._replacing = True  # a second s meanwhile would cancel a drain that is already going
+        self.refresh_bindings()
+        from_seq = self.view.last_seq + 1  # the stream from here ends with the cancelled drain's last event
+        self.app.run_worker(self._replace(link, source, from_seq=from_seq), group="surge", exit_on_error=False)
+
+    async def _replace(self, link: CallRunner, source: JobSource, *, from_seq: int) -> None:
+        """Run by the app, so that leaving this screen meanwhile does not stop it half-way (``drain_with_surge``)."""
+        app, context = self.app, self.rollout_app
+        try:
+            cancelled, job = await drain_again_with_surge(
+                link=link, source=source, job_id=self.job_id, from_seq=from_seq
+            )
+        except AgentError as err:
+            self._replacing = False
+            app.notify(err.message, severity="error", timeout=20)
+            return
+        context.store.update_job(cancelled)
+        context.store.update_job(job)
+        context.follow(job.id)
+        app.notify(f"job {job.id} drains {job.target} with --surge (job {self.job_id} was cancelled)")
+        if app.screen is self:
+            from kubectl_rollout.tui.screens import job_screen_class
+
+            await app.switch_screen(job_screen_class(job.kind)(job.id))

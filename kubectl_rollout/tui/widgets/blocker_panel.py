@@ -17,7 +17,8 @@ NAMED_PODS = 3
 NAMED_UNHEALTHY = 3
 
 
-def describe_block(block: PdbBlock, *, now: float) -> Text:
+def describe_block(block: PdbBlock, *, now: float, surge_key: bool = False) -> Text:
+    """``surge_key``: the screen offers ``s`` (drain again with --surge) for this block's workloads."""
     text = Text()
     text.append("PDB ", style="bold")
     text.append(block.pdb, style="bold red")
@@ -36,6 +37,11 @@ def describe_block(block: PdbBlock, *, now: float) -> Text:
     text.append("\n  ")
     text.append("never: " if block.never else "why: ", style="bold red" if block.never else "bold")
     text.append(block.hint)
+    if block.surge:
+        text.append("\n  surge: ", style="bold")
+        text.append(block.surge)
+        if surge_key and block.surgeable:
+            text.append(" (press s)", style="bold")
     for command in block.unblock:
         text.append("\n  $ ", style="dim")
         text.append(command, style="bold")
@@ -47,6 +53,8 @@ def describe_unhealthy(block: PdbBlock, *, now: float) -> Text:
     text = Text()
     if block.unhealthy_count is None:
         return text  # the engine has not looked (yet, or an older engine's recording)
+    if block.unhealthy_count == 0 and block.never:
+        return text  # it can never allow one however healthy they are: the line after says so
     if block.unhealthy_count == 0:
         text.append("\n  all of its pods are healthy now", style="dim")
         return text
@@ -74,8 +82,8 @@ class BlockerPanel(Static):
         """What the panel shows, without styles."""
         return "\n".join(text.plain for text in self._shown)
 
-    def show_blocks(self, blocks: Sequence[PdbBlock], *, now: float) -> None:
-        texts = tuple(describe_block(block, now=now) for block in blocks)
+    def show_blocks(self, blocks: Sequence[PdbBlock], *, now: float, surge_key: bool = False) -> None:
+        texts = tuple(describe_block(block, now=now, surge_key=surge_key) for block in blocks)
         self.display = bool(texts)
         if texts != self._shown:
             self._shown = texts

@@ -7,7 +7,8 @@ compares the new rows with the shown ones (plain Python, no rendering), column
 widths come from the cells' lengths, and only the changed rows that are on
 screen are refreshed; ``render_line`` renders just the lines asked for. Rows
 keep their keys, so the cursor stays on the same object while rows come and
-go; the header line stays put while the rows scroll.
+go (or, for a table whose rows reorder themselves, on its line); the header
+line stays put while the rows scroll.
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ class LiveTable(ScrollView, can_focus=True):
         table: LiveTable
         key: str
 
-    def __init__(self, columns: Sequence[str], *, id: str | None = None) -> None:
+    def __init__(self, columns: Sequence[str], *, id: str | None = None, cursor_follows_key: bool = True) -> None:
+        """``cursor_follows_key``: the cursor stays on its row's object as rows move (False: on its line, for a
+        table whose rows change places by themselves, where following one would scroll the table away)."""
         super().__init__(id=id)
+        self.cursor_follows_key = cursor_follows_key
         self.column_names = tuple(columns)
         self._widths = [len(name) for name in self.column_names]
         self._rows: list[Row] = []
@@ -141,7 +145,7 @@ class LiveTable(ScrollView, can_focus=True):
         self.rows_changed = len(changed) + max(0, len(old_rows) - len(new_rows))
         self._rows = new_rows
         self.virtual_size = Size(sum(widths) + GAP * len(widths), len(new_rows) + 1)
-        if selected is not None and selected in self._index:
+        if self.cursor_follows_key and selected is not None and selected in self._index:
             self.cursor_row = self._index[selected]
         elif self.cursor_row >= len(new_rows):
             self.cursor_row = max(0, len(new_rows) - 1)
