@@ -103,7 +103,8 @@ class CampaignEngine:
         self._surger: DrainEngine | None = None
         self._drain_context = drain_context
         self._starts: list[float] = []
-        self._closed_announced = False
+        #: the last wave waited for a window: the next says it is open
+        self._waited_for_window = False
         self._closed = threading.Event()
         self._relay = threading.Thread(target=self._relay_cancel, daemon=True, name="campaign-cancel")
         self._relay.start()
@@ -191,16 +192,16 @@ class CampaignEngine:
             schedule = self.settings.schedule
             now = time.time()
             if schedule is not None and not schedule.is_open_at(now):
+                # Said once per wait, with nothing in progress: the job sleeps from here.
                 opening = schedule.next_opening(now)
-                if not self._closed_announced:
-                    self.emit(ev.WindowClosed(next_opening=opening, at_window_end=self.job.at_window_end.value))
-                self._closed_announced = True
+                self.emit(ev.WindowClosed(next_opening=opening, at_window_end=self.job.at_window_end.value))
+                self._waited_for_window = True
                 if opening is None or not self._sleep_until(opening):
                     return False
                 continue
-            if self._closed_announced or not self._starts:
+            if self._waited_for_window or not self._starts:
                 self.emit(ev.WindowOpened(closes_at=schedule.closes_at(now) if schedule is not None else None))
-                self._closed_announced = False
+                self._waited_for_window = False
             rate = self.settings.rate
             if rate is not None:
                 until = rate.earliest_start(starts=self._starts, count=count, now=now)
@@ -220,7 +221,6 @@ class CampaignEngine:
         if schedule is not None and closes is not None:
 
             def window_ended() -> None:
-                self._closed_announced = True
                 self.emit(
                     ev.WindowClosed(
                         next_opening=schedule.next_opening(time.time()),
