@@ -8,6 +8,7 @@ healthy pods of each workload (``HealthyPods``: no PDB ever below its minimum).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import signal
@@ -122,6 +123,11 @@ def zoned_nodes(cluster: Cluster, dedicated_nodes: Any, count: int) -> dict[str,
         zones[name] = ZONES[index % len(ZONES)]
         cluster.core.patch_node(name, {"metadata": {"labels": {ZONE_LABEL: zones[name]}}})
     return zones
+
+
+def stamp(event: dict[str, Any]) -> float:
+    """When a ``-o jsonl`` event happened, in epoch seconds."""
+    return dt.datetime.fromisoformat(event["at"].replace("Z", "+00:00")).timestamp()
 
 
 def campaign(kubeconfig: Path, *args: str, timeout: float = 240) -> Any:
@@ -352,8 +358,7 @@ def test_per_pod_rules_skip_a_pod_and_hold_the_node_for_another_until_its_rule_i
     assert stay.metadata.name in names  # cluster.x-k8s.io/drain=skip: left on the drained node
     gone = [e for e in events(result) if e["type"] == "PodEvicted" and e["pod"]["name"] == held.metadata.name]
     assert len(gone) == 1
-    evicted_at = dt.datetime.fromisoformat(gone[0]["at"].replace("Z", "+00:00")).timestamp()
-    assert evicted_at >= lifted_at
+    assert stamp(gone[0]) >= lifted_at
     assert [e["node"] for e in events(result) if e["type"] == "NodeDone"] == [target]
 
 
@@ -510,3 +515,58 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
     assert {n: draining_events(cluster, n) for n in nodes} == dict.fromkeys(nodes, 1)
     assert minimum["web"] >= 7, minimum
     assert all(not cluster.core.read_node(n).spec.unschedulable for n in nodes)
+
+
+def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window_finishes_it(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    target, spare = dedicated_nodes(2)
+    # Four pods behind maxUnavailable 1, each replacement Ready 3 s after it starts: ~9 s to drain the node.
+    with only_schedulable(cluster, target, [spare]):
+        deploy(cluster, namespace, "web", 4, pool=namespace, annotations={manifests.READY_AFTER: "3s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=4, max_unavailable=1)
+    start = time.time()
+    first_close = start + 4
+    second_open = first_close + 6
+    out = NodesOut(cluster, namespace).start()
+    try:
+        result = campaign(
+            kubeconfig,
+            target,
+            "--window",
+            f"daily {_clock(start - 1)}-{_clock(first_close)} UTC",
+            "--window",
+            f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
+            "--at-window-end",
+            "stop",
+        )
+    finally:
+        out.stop()
+    assert result.returncode == 0, result.stderr
+    seen = events(result)
+    closed = [e for e in seen if e["type"] == "WindowClosed"]
+    assert closed[0]["in_progress"] == [target]
+    assert closed[0]["at_window_end"] == "stop"
+    evictions = [stamp(e) for e in seen if e["type"] == "PodEvicted"]
+    assert len(evictions) == 4
+    # Stopped at the first window's end, the rest evicted in the second: none in between.
+    assert any(t < first_close + 1 for t in evictions)
+    assert any(t >= second_open - 1 for t in evictions)
+    assert all(t < first_close + 1 or t >= second_open - 1 for t in evictions), evictions
+    # The node stayed cordoned across the gap: cordoned once, by the first window's wave.
+    assert len(out.cordoned_at[target]) == 1
+    assert [e["node"] for e in seen if e["type"] == "NodeDone"] == [target]
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+
+
+def test_a_rate_spaces_the_starts_of_the_waves(cluster: Cluster, dedicated_nodes: Any, kubeconfig: Path) -> None:
+    nodes = dedicated_nodes(3)
+    result = campaign(kubeconfig, *nodes, "--budget", "100%", "--rate", "1/2s", "--order", "given")
+    assert result.returncode == 0, result.stderr
+    seen = events(result)
+    waves = [e for e in seen if e["type"] == "WaveStarted"]
+    # 100 % of three nodes, but one node per 2 s: three waves of one, each at least 2 s after the last
+    assert [w["nodes"] for w in waves] == [[n] for n in nodes]
+    starts = [stamp(w) for w in waves]
+    assert all(later - earlier >= 1.9 for earlier, later in itertools.pairwise(starts)), starts
+    assert len([e for e in seen if e["type"] == "WaitingForRate"]) == 2
