@@ -278,6 +278,13 @@ class CampaignEngine:
             if self.cancel.is_set():
                 break
             self._after_node(result.node, tally)
+        failed = [r.node.metadata.name for r in results if r.settled is _Settled.FAILED]
+        if failed and not self.cancel.is_set():
+            # A failed node stays cordoned, so it is still out: a next wave would go past the budget.
+            raise CampaignStopped(
+                f"{', '.join(f'node/{n}' for n in failed)} could not be drained and stay cordoned; "
+                "no node starts after them (--on-blocked skip or keep lets a campaign go on)"
+            )
         return tuple(r.node for r in results if r.settled is _Settled.INTERRUPTED)
 
     # --- before and after each node ------------------------------------------------------

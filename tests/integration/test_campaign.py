@@ -570,3 +570,35 @@ def test_a_rate_spaces_the_starts_of_the_waves(cluster: Cluster, dedicated_nodes
     starts = [stamp(w) for w in waves]
     assert all(later - earlier >= 1.9 for earlier, later in itertools.pairwise(starts)), starts
     assert len([e for e in seen if e["type"] == "WaitingForRate"]) == 2
+
+
+def test_a_node_that_fails_stops_the_campaign_so_the_budget_holds(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    first, second = dedicated_nodes(2)
+    # A DaemonSet pod without --ignore-daemonsets: kubectl's "cannot delete", the node fails and stays cordoned.
+    cluster.apps.create_namespaced_daemon_set(
+        namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
+    )
+    watching.until(
+        cluster.apps.list_namespaced_daemon_set,
+        lambda d: (d.status.number_ready or 0) == 2,
+        namespace=namespace,
+        timeout=60,
+        what="agent on both nodes",
+    )
+    out = NodesOut(cluster, namespace).start()
+    try:
+        result = campaign(kubeconfig, first, second, "--order", "given")
+    finally:
+        out.stop()
+    assert result.returncode == 1
+    finished = by_type(result, "CampaignFinished")[0]
+    assert finished["failed"] == [first]
+    assert finished["not_started"] == [second]
+    assert "could not be drained" in finished["stopped"]
+    (failed,) = by_type(result, "NodeDrainFailed")
+    assert "cannot delete DaemonSet-managed Pods" in failed["reasons"][0]
+    assert cluster.core.read_node(first).spec.unschedulable
+    assert second not in out.cordoned_at
+    assert out.most_out == 1

@@ -141,3 +141,17 @@ def test_the_printer_says_how_each_node_ended() -> None:
     assert "node/b: pre-hook exited 3 after 0s" in err.getvalue()
     assert "node/b skipped (not uncordoned): pre-hook exited 3" in err.getvalue()
     assert "campaign: 1 done, 1 skipped (b) in 12s" in err.getvalue()
+
+
+def test_a_campaigns_progress_is_its_nodes() -> None:
+    from kubectl_rollout.jobs.views.progress import progress_of
+
+    events: list[Event] = [
+        JobStarted(kind="campaign", target="-l pool=blue"),
+        PLAN,
+        ev.NodeDone(node="a", uncordoned=True),
+        ev.NodeKept(node="b", reason="blocked"),
+    ]
+    view = job_views.fold_all(_envelopes(events))
+    progress = progress_of(view)
+    assert (progress.done, progress.total) == (2, 3)

@@ -37,6 +37,9 @@ class CampaignNodeState(enum.StrEnum):
         return self in (self.CORDONED, self.DRAINING, self.DRAINED, self.SOAKED, self.FAILED)
 
 
+#: the states of a node the campaign is through with
+FINISHED = frozenset({CampaignNodeState.DONE, CampaignNodeState.SKIPPED, CampaignNodeState.KEPT})
+
 _NO_STATES: Mapping[str, CampaignNodeState] = MappingProxyType({})
 _NO_ZONES: Mapping[str, str] = MappingProxyType({})
 _NO_HELD: Mapping[str, tuple[ev.RuledPod, ...]] = MappingProxyType({})
