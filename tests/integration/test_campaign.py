@@ -34,7 +34,7 @@ from kubectl_rollout.campaign.order import ZONE_LABEL
 from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
-from kubectl_rollout.jobs.spec import CampaignJob, Connection, DrainOptions, JobKind, JobSpec
+from kubectl_rollout.jobs.spec import CampaignJob, Connection, DrainOptions, JobKind, JobSpec, NodeOrder
 from kubectl_rollout.kube.cluster_access import Cluster
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -602,3 +602,44 @@ def test_a_node_that_fails_stops_the_campaign_so_the_budget_holds(
     assert cluster.core.read_node(first).spec.unschedulable
     assert second not in out.cordoned_at
     assert out.most_out == 1
+
+
+def test_a_paused_campaign_starts_no_wave_until_it_is_resumed(
+    agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    from kubectl_rollout.jobs.events.job import JobPaused, JobResumed
+
+    first, second = dedicated_nodes(2)
+    # A 2 s soak after the first wave: the pause, asked as the first wave starts, lands before the second.
+    spec = JobSpec(
+        kind=JobKind.CAMPAIGN,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        campaign=CampaignJob(nodes=(first, second), budget="1", soak=2.0, order=NodeOrder.GIVEN),
+    )
+    out = NodesOut(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            job = agent.submit(spec)
+        _follow(job.id, until=lambda e: isinstance(e, ev.WaveStarted))
+        with connect(name="test") as agent:
+            assert agent.pause(job.id).paused
+        _follow(job.id, until=lambda e: isinstance(e, ev.NodeDone) and e.node == first)
+        # Paused, it must start no wave; time is what is tested here: several times a wave's pace.
+        time.sleep(4)
+        assert second not in out.cordoned_at, "a wave started while the campaign was paused"
+        resumed_at = time.time()
+        with connect(name="test") as agent:
+            assert not agent.resume(job.id).paused
+        seen = _follow(job.id)
+    finally:
+        out.stop()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    assert out.cordoned_at[second][0] >= resumed_at
+    kinds = [type(e.event) for e in seen]
+    assert kinds.index(JobPaused) < kinds.index(JobResumed)
