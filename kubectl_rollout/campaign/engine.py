@@ -290,14 +290,13 @@ class CampaignEngine:
     # --- before and after each node ------------------------------------------------------
 
     def _before_node(self, node: Any, tally: _Tally) -> bool:
-        """Pre-labels and the pre-hook; False when the node is skipped (the campaign goes on)."""
+        """The pre-hook, then the pre-labels; False when the node is skipped (the campaign goes on). The hook
+        is the gate: a node it turns away keeps its labels as they were."""
         name = node.metadata.name
-        if self.settings.pre_labels:
-            self._label(node, self.settings.pre_labels, hook="pre")
-        if not self.job.pre_hook:
-            return True
-        ran = self._hook(self.job.pre_hook, node=name, hook="pre")
-        if ran.ok:
+        ran = self._hook(self.job.pre_hook, node=name, hook="pre") if self.job.pre_hook else None
+        if ran is None or ran.ok:
+            if self.settings.pre_labels:
+                self._label(node, self.settings.pre_labels, hook="pre")
             return True
         why = f"pre-hook exited {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
         if self.job.on_hook_failure is OnHookFailure.STOP:

@@ -192,7 +192,7 @@ def _label(flag: str) -> Callable[[str], object]:
     multiple=True,
     callback=_checked(_label("--pre-label"), "--pre-label"),
     metavar="KEY=VALUE|KEY-",
-    help="A label set (or removed) on each node before its cordon (repeatable).",
+    help="A label set (or removed) on each node before its cordon, once its pre-hook let it in (repeatable).",
 )
 @click.option(
     "--post-label",

@@ -423,11 +423,23 @@ def test_a_failing_pre_hook_skips_its_node_or_stops_the_campaign(
             f'test "$ROLLOUT_PLUS_NODE" != {second}',
             "--on-hook-failure",
             on_failure,
+            "--pre-label",
+            "maintenance=running",
+            "--post-label",
+            "maintenance-",
+            "--post-label",
+            "patched=yes",
         )
     finally:
         out.stop()
     assert result.returncode == 1
     job = events(result)[0]["job"]
+    labels = {n: cluster.core.read_node(n).metadata.labels for n in (first, second, third)}
+    # kured's pre/post labels: set before the cordon, swapped after the drain; a node turned away keeps its own
+    assert labels[first].get("patched") == "yes"
+    assert "maintenance" not in labels[first]
+    assert "patched" not in labels[second]
+    assert "maintenance" not in labels[second]
     finished = by_type(result, "CampaignFinished")[0]
     assert second not in out.cordoned_at  # its pre-hook failed before its cordon
     assert not cluster.core.read_node(second).spec.unschedulable
@@ -435,11 +447,13 @@ def test_a_failing_pre_hook_skips_its_node_or_stops_the_campaign(
         assert seen.read_text().splitlines() == [f"{n} {job} pre" for n in (first, second, third)]
         assert finished["done"] == [first, third]
         assert finished["skipped"] == [second]
+        assert labels[third].get("patched") == "yes"
     else:
         assert seen.read_text().splitlines() == [f"{n} {job} pre" for n in (first, second)]
         assert finished["done"] == [first]
         assert finished["not_started"] == [second, third]
         assert third not in out.cordoned_at
+        assert "patched" not in labels[third]
         assert "pre-hook exited 1" in finished["stopped"]
 
 
