@@ -12,8 +12,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from typing import IO
 
 from kubectl_rollout.jobs.events.campaign import HookRan
 from kubectl_rollout.jobs.spec import Connection
@@ -43,27 +45,28 @@ def run_hook(
     cancel: threading.Event,
 ) -> HookRan:
     started = time.monotonic()
-    process = subprocess.Popen(
-        ["sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=hook_environment(node=node, job_id=job_id, hook=hook, connection=connection),
-        start_new_session=True,
-        text=True,
-        errors="replace",
-    )
-    # A cancel of the job ends the hook too, as a timeout does.
-    stopper = threading.Thread(target=_stop_on, args=(cancel, process), daemon=True, name=f"hook-{node}")
-    stopper.start()
-    timed_out = False
-    try:
-        output, _ = process.communicate(timeout=timeout or None)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        output, _ = process.communicate()
-    tail = "\n".join(output.splitlines()[-OUTPUT_LINES:])[-OUTPUT_CHARS:]
+    # The output goes to a file, not a pipe: a chatty hook costs disk, never the agent's memory, and its end
+    # (where errors are) is what is kept.
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            ["sh", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=hook_environment(node=node, job_id=job_id, hook=hook, connection=connection),
+            start_new_session=True,
+        )
+        # A cancel of the job ends the hook too, as a timeout does.
+        stopper = threading.Thread(target=_stop_on, args=(cancel, process), daemon=True, name=f"hook-{node}")
+        stopper.start()
+        timed_out = False
+        try:
+            process.wait(timeout=timeout or None)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process)
+            process.wait()
+        tail = _tail(output)
     return HookRan(
         node=node,
         hook=hook,
@@ -75,13 +78,20 @@ def run_hook(
     )
 
 
-def _stop_on(cancel: threading.Event, process: subprocess.Popen[str]) -> None:
+def _tail(output: IO[bytes]) -> str:
+    size = output.seek(0, os.SEEK_END)
+    output.seek(max(0, size - OUTPUT_CHARS * 4))
+    text = output.read().decode(errors="replace")
+    return "\n".join(text.splitlines()[-OUTPUT_LINES:])[-OUTPUT_CHARS:]
+
+
+def _stop_on(cancel: threading.Event, process: subprocess.Popen[bytes]) -> None:
     while process.poll() is None:
         if cancel.wait(0.5):
             _kill_group(process)
             return
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
