@@ -138,20 +138,18 @@ def by_type(result: Any, kind: str) -> list[dict[str, Any]]:
     return [e for e in events(result) if e["type"] == kind]
 
 
-def statefulset(name: str, *, replicas: int, pool: str) -> dict[str, Any]:
-    template = manifests.pod_template(name, {manifests.READY_AFTER: "1s"}, spec=manifests.placement(pool))
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "serviceName": name,
-            "podManagementPolicy": "Parallel",
-            "selector": {"matchLabels": {"app": name}},
-            "template": template,
-        },
-    }
+def agent_on_every_node(cluster: Cluster, namespace: str, nodes: int) -> None:
+    """DaemonSet ``agent`` on the test's nodes, Ready on all ``nodes`` of them."""
+    cluster.apps.create_namespaced_daemon_set(
+        namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
+    )
+    watching.until(
+        cluster.apps.list_namespaced_daemon_set,
+        lambda d: (d.status.number_ready or 0) == nodes,
+        namespace=namespace,
+        timeout=60,
+        what=f"agent on {nodes} nodes",
+    )
 
 
 def node_snapshot(cluster: Cluster, node: str) -> tuple[Any, ...]:
@@ -194,11 +192,11 @@ def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_r
     add_pdb(cluster, namespace, "api", app="api", expected=10, min_available="90%")
     deploy(cluster, namespace, "solo", 1, pool=namespace, annotations=ready)
     add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
-    cluster.apps.create_namespaced_stateful_set(namespace, statefulset("db", replicas=3, pool=namespace))
-    add_pdb(cluster, namespace, "db", app="db", expected=3, max_unavailable=1)
-    cluster.apps.create_namespaced_daemon_set(
-        namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
+    cluster.apps.create_namespaced_stateful_set(
+        namespace, manifests.statefulset("db", replicas=3, pod_spec=manifests.placement(namespace))
     )
+    add_pdb(cluster, namespace, "db", app="db", expected=3, max_unavailable=1)
+    agent_on_every_node(cluster, namespace, 9)
     watching.until(
         cluster.apps.list_namespaced_stateful_set,
         lambda s: (s.status.available_replicas or 0) == 3,
@@ -591,16 +589,7 @@ def test_a_node_that_fails_stops_the_campaign_so_the_budget_holds(
 ) -> None:
     first, second = dedicated_nodes(2)
     # A DaemonSet pod without --ignore-daemonsets: kubectl's "cannot delete", the node fails and stays cordoned.
-    cluster.apps.create_namespaced_daemon_set(
-        namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
-    )
-    watching.until(
-        cluster.apps.list_namespaced_daemon_set,
-        lambda d: (d.status.number_ready or 0) == 2,
-        namespace=namespace,
-        timeout=60,
-        what="agent on both nodes",
-    )
+    agent_on_every_node(cluster, namespace, 2)
     out = NodesOut(cluster, namespace).start()
     try:
         result = campaign(kubeconfig, first, second, "--order", "given")
