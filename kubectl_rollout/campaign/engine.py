@@ -245,7 +245,14 @@ class CampaignEngine:
     def _run_wave(self, index: int, nodes: tuple[Any, ...], tally: _Tally) -> tuple[Any, ...]:
         """Run one wave; returns its nodes whose drains the window's end stopped (to run again)."""
         ready = []
-        for node in nodes:
+        for planned in nodes:
+            # As it is now, not as planned: a campaign across windows may reach a node days later.
+            node = self._read_node(planned.metadata.name)
+            if node is None:
+                name = planned.metadata.name
+                self.emit(ev.NodeSkipped(node=name, reason="the node is gone", uncordoned=False))
+                tally.skipped.append(name)
+                continue
             if self._before_node(node, tally):
                 ready.append(node)
         if not ready:

@@ -646,3 +646,21 @@ def test_a_paused_campaign_starts_no_wave_until_it_is_resumed(
     assert out.cordoned_at[second][0] >= resumed_at
     kinds = [type(e.event) for e in seen]
     assert kinds.index(JobPaused) < kinds.index(JobResumed)
+
+
+def test_a_node_gone_before_its_wave_is_skipped_and_the_campaign_goes_on(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    first, second, third = dedicated_nodes(3)
+    # The first node's pre-hook deletes the second node, as an autoscaler might between two waves.
+    hook = tmp_path / "delete.py"
+    hook.write_text(
+        "import os\nfrom kubernetes import client, config\nconfig.load_kube_config()\n"
+        f"if os.environ['ROLLOUT_PLUS_NODE'] == {first!r}:\n    client.CoreV1Api().delete_node({second!r})\n"
+    )
+    result = campaign(kubeconfig, first, second, third, "--order", "given", "--pre-hook", f"{sys.executable} {hook}")
+    assert result.returncode == 1
+    finished = by_type(result, "CampaignFinished")[0]
+    assert finished["done"] == [first, third]
+    assert finished["skipped"] == [second]
+    assert [e["reason"] for e in by_type(result, "NodeSkipped")] == ["the node is gone"]
