@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
+from pathlib import Path
 
 from kubectl_rollout.cli.campaign_output import campaign_printer, plan_lines
 from kubectl_rollout.jobs.events import campaign as ev
@@ -155,3 +158,33 @@ def test_a_campaigns_progress_is_its_nodes() -> None:
     view = job_views.fold_all(_envelopes(events))
     progress = progress_of(view)
     assert (progress.done, progress.total) == (2, 3)
+
+
+CAMPAIGN = Path(__file__).parent / "streams" / "campaign_two_waves.jsonl"
+
+
+def test_a_recorded_campaign_folds_to_every_node_done_and_opens_on_the_drains_screen() -> None:
+    """Until the campaign has its own screen, the drain's shows its nodes and pods (its view is a drain's)."""
+    from kubectl_rollout.tui.app import RolloutPlusApp, recording_connect
+    from kubectl_rollout.tui.screens.evictions import EvictionsScreen
+
+    envelopes = [Envelope.from_dict(json.loads(line)) for line in CAMPAIGN.read_text().splitlines()]
+    view = job_views.fold_all(envelopes)
+    assert isinstance(view.body, CampaignView)
+    assert view.body.nodes_in(CampaignNodeState.DONE) == sorted(view.body.states)
+    assert len(view.body.states) == 4
+    job = envelopes[0].job
+
+    async def scenario() -> tuple[type, int]:
+        app = RolloutPlusApp(recording_connect([CAMPAIGN]), open_job=job)
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if isinstance(app.screen, EvictionsScreen):
+                    break
+            await pilot.pause(0.2)
+            return type(app.screen), len(app.screen.query("*"))
+
+    screen, widgets = asyncio.run(scenario())
+    assert screen is EvictionsScreen
+    assert widgets > 0
