@@ -103,6 +103,9 @@ class CampaignEngine:
         self._surger: DrainEngine | None = None
         self._drain_context = drain_context
         self._starts: list[float] = []
+        #: nodes whose pre-hook let them in and whose wave started (in this run, or before a resume): a wave
+        #: run again (the window's end stopped it) or resumed does not ask their pre-hook again
+        self._admitted: set[str] = set(job.started)
         #: the last wave waited for a window: the next says it is open
         self._waited_for_window = False
         self._closed = threading.Event()
@@ -253,13 +256,14 @@ class CampaignEngine:
                 self.emit(ev.NodeSkipped(node=name, reason="the node is gone", uncordoned=False))
                 tally.skipped.append(name)
                 continue
-            if self._before_node(node, tally):
+            if planned.metadata.name in self._admitted or self._before_node(node, tally):
                 ready.append(node)
         if not ready:
             return ()
         names = tuple(n.metadata.name for n in ready)
         self.emit(ev.WaveStarted(index=index, nodes=names, zones=tuple(dict.fromkeys(zone_of(n) for n in ready))))
-        self._starts += [time.time()] * len(ready)
+        self._starts += [time.time() for name in names if name not in self._admitted]
+        self._admitted.update(names)
         for node in ready:
             self.drainer.cordon(node)
         with (

@@ -171,6 +171,9 @@ class CampaignJob:
     plan_only: bool = False
     #: nodes finished before the job was interrupted (filled in by its resume, from its journal)
     done: tuple[str, ...] = ()
+    #: nodes whose wave had started (pre-hook passed, cordoned) but that were not finished when the job was
+    #: interrupted: their pre-hook and pre-labels are not run again (filled in by its resume)
+    started: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -380,6 +383,7 @@ BOUNDS: dict[tuple[type, str], Bound] = {
     (DrainJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "done"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "started"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "budget"): Bound(max_length=16),
     (CampaignJob, "zone_budget"): Bound(max_length=16),
     (CampaignJob, "rate"): Bound(max_length=64),

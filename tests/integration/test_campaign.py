@@ -533,7 +533,7 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
 
 
 def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window_finishes_it(
-    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
     target, spare = dedicated_nodes(2)
     # Four pods behind maxUnavailable 1, each replacement Ready 3 s after it starts: ~9 s to drain the node.
@@ -554,6 +554,8 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
             f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
             "--at-window-end",
             "stop",
+            "--pre-hook",
+            f"echo $ROLLOUT_PLUS_NODE >> {tmp_path / 'asked'}",
         )
     finally:
         out.stop()
@@ -568,8 +570,10 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
     assert any(t < first_close + 1 for t in evictions)
     assert any(t >= second_open - 1 for t in evictions)
     assert all(t < first_close + 1 or t >= second_open - 1 for t in evictions), evictions
-    # The node stayed cordoned across the gap: cordoned once, by the first window's wave.
+    # The node stayed cordoned across the gap: cordoned once, by the first window's wave; its pre-hook, asked
+    # once, is not asked again when its wave goes on.
     assert len(out.cordoned_at[target]) == 1
+    assert (tmp_path / "asked").read_text().splitlines() == [target]
     assert [e["node"] for e in seen if e["type"] == "NodeDone"] == [target]
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
 

@@ -129,7 +129,12 @@ def test_a_campaign_claims_every_node_and_its_resume_never_takes_a_finished_one_
     resumed = facts.to_resume(spec, {e.TYPE for e in recorded}, recorded)
     assert resumed.campaign is not None
     assert resumed.campaign.done == ("a", "b", "c")
+    assert resumed.campaign.started == ()  # every node whose wave started is finished
     assert facts.claims(resumed) == facts.claims(spec)  # the finished ones stay claimed until the campaign ends
-    again = facts.to_resume(resumed, {NodeDone.TYPE}, [NodeDone(node="d", uncordoned=True)])
+    cut = facts.to_resume(resumed, {WaveStarted.TYPE}, [WaveStarted(index=3, nodes=("d",))])
+    assert cut.campaign is not None
+    assert cut.campaign.started == ("d",)  # cut half-way: drained again, its pre-hook not asked again
+    again = facts.to_resume(cut, {NodeDone.TYPE}, [NodeDone(node="d", uncordoned=True)])
     assert again.campaign is not None
     assert again.campaign.done == ("a", "b", "c", "d")
+    assert again.campaign.started == ()

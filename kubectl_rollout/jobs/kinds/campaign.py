@@ -66,12 +66,15 @@ class CampaignFacts(JobKindFacts):
     def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
         # The nodes it finished (done, skipped, kept) are never taken again; a node cut off half-way is
         # cordoned still and is drained again (its evicted pods are gone: nothing is evicted twice).
+        # A node whose wave had started keeps its pre-hook's answer: it is not asked again.
         campaign = _section(spec)
         finished = [e.node for e in events if isinstance(e, FINISHED_NODE_EVENTS)]
         done = tuple(dict.fromkeys((*campaign.done, *finished)))
-        if done == campaign.done:
+        admitted = [n for e in events if isinstance(e, campaign_events.WaveStarted) for n in e.nodes]
+        started = tuple(n for n in dict.fromkeys((*campaign.started, *admitted)) if n not in done)
+        if (done, started) == (campaign.done, campaign.started):
             return spec
-        return dataclasses.replace(spec, campaign=dataclasses.replace(campaign, done=done))
+        return dataclasses.replace(spec, campaign=dataclasses.replace(campaign, done=done, started=started))
 
 
 CAMPAIGN = CampaignFacts()
