@@ -12,6 +12,7 @@ rate's waits add up to the campaign's. Windows are not counted: they depend on w
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,10 @@ def plan_campaign(
     readiness = _quickest_readiness(engine, pods)
     wave_plans = tuple(_wave_plan(w, by_name, leaving, engine, readiness) for w in waves)
     estimate = _estimate(wave_plans, soak=job.soak, rate=settings.rate)
+    now = time.time()
+    schedule = settings.schedule
+    closes_at = schedule.closes_at(now) if schedule is not None else None
+    opening = schedule.next_opening(now) if schedule is not None and closes_at is None else None
     event = ev.CampaignPlanned(
         waves=wave_plans,
         budget=size,
@@ -84,6 +89,8 @@ def plan_campaign(
         done=tuple(n for n in job.done if any(m.metadata.name == n for m in nodes)),
         estimated_seconds=round(estimate, 1),
         plan_only=job.plan_only,
+        window_closes_at=closes_at,
+        next_opening=opening,
     )
     return CampaignPlan(event=event, waves=tuple(tuple(by_name[n.name] for n in w.nodes) for w in waves))
 

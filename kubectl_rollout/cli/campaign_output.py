@@ -47,7 +47,15 @@ def plan_lines(plan: ev.CampaignPlanned) -> Iterator[str]:
     yield "campaign: " + ", ".join([scope, *(e for e in extras if e)])
     if plan.done:
         yield f"done before (not drained again): {', '.join(plan.done)}"
-    yield "windows: " + ("; ".join(plan.windows) if plan.windows else "none (always allowed)")
+    if not plan.windows:
+        yield "windows: none (always allowed)"
+    else:
+        now = (
+            f"open now, until {_when(plan.window_closes_at)}"
+            if plan.window_closes_at is not None
+            else f"closed now, next opens {_when(plan.next_opening)}"
+        )
+        yield f"windows: {'; '.join(plan.windows)} ({now})"
     for wave in plan.waves:
         zones = f" [{', '.join(z or 'no zone' for z in wave.zones)}]" if any(wave.zones) else ""
         members = ", ".join(f"{n.name} ({n.pods} pods{', cordoned' if n.cordoned else ''})" for n in wave.nodes)

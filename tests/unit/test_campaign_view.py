@@ -40,6 +40,7 @@ PLAN = ev.CampaignPlanned(
         ),
     ),
     estimated_seconds=66.0,
+    next_opening=1795460400.0,
 )
 
 
@@ -118,6 +119,7 @@ def test_the_plan_names_the_waves_their_blockers_the_rules_and_the_time() -> Non
     lines = list(plan_lines(PLAN))
     assert lines[0] == "campaign: 3 node(s) in 2 wave(s), at most 2 out at once (50%), one zone at a time, soak 30s"
     assert "wave 1 [z1]: a (3 pods), b (1 pods)" in lines
+    assert lines[1].startswith("windows: Mon-Fri 22:00-04:00 Europe/Berlin (closed now, next opens ")
     assert (
         "  held by PodDisruptionBudget shop/web: 3 of the wave's pods, 1 disruption(s) allowed now: 3 rounds, "
         "at least 6s" in lines

@@ -94,6 +94,9 @@ class CampaignPlanned(Event):
     #: a lower bound of the campaign's time, seconds (waves, blockers, soak, rate; windows not counted)
     estimated_seconds: float = 0.0
     plan_only: bool = False
+    #: with windows: when the one open now closes (epoch seconds), or when the next opens
+    window_closes_at: float | None = None
+    next_opening: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
