@@ -75,13 +75,22 @@ def _window(text: str) -> object:
     return parse_window(text)
 
 
-def _label(flag: str) -> Callable[[str], object]:
+def _label_option(flag: str, *, when: str) -> Callable[[Any], Any]:
+    """``--pre-label`` / ``--post-label``: kured's labels before and after a node, checked as they are parsed."""
+
     def parse(text: str) -> object:
         from kubectl_rollout.campaign.settings import parse_label
 
         return parse_label(text, flag=flag)
 
-    return parse
+    return click.option(
+        flag,
+        f"{flag.removeprefix('--').replace('-', '_')}s",
+        multiple=True,
+        callback=_checked(parse, flag),
+        metavar="KEY=VALUE|KEY-",
+        help=f"A label set (or removed) on each node {when} (repeatable).",
+    )
 
 
 @click.command()
@@ -186,22 +195,8 @@ def _label(flag: str) -> Callable[[str], object]:
     help="stop: no node starts after a failed hook; skip: leave that node (a pre-hook's: never cordoned; a "
     "post-hook's: left cordoned) and go on.",
 )
-@click.option(
-    "--pre-label",
-    "pre_labels",
-    multiple=True,
-    callback=_checked(_label("--pre-label"), "--pre-label"),
-    metavar="KEY=VALUE|KEY-",
-    help="A label set (or removed) on each node before its cordon, once its pre-hook let it in (repeatable).",
-)
-@click.option(
-    "--post-label",
-    "post_labels",
-    multiple=True,
-    callback=_checked(_label("--post-label"), "--post-label"),
-    metavar="KEY=VALUE|KEY-",
-    help="A label set (or removed) on each node after its drain (repeatable).",
-)
+@_label_option("--pre-label", when="before its cordon, once its pre-hook let it in")
+@_label_option("--post-label", when="after its drain, before its post-hook")
 @click.option(
     "--on-blocked",
     type=click.Choice(["wait", "skip", "keep", "surge"]),

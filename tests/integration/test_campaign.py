@@ -23,6 +23,7 @@ import watching
 from cluster_setup import deploy
 from integration.test_agent import _follow, _wait_gone, agent_dir  # noqa: F401  (agent_dir: a fixture)
 from integration.test_drain import add_pdb, only_schedulable, pods_on
+from integration.test_drain_surge import one_replica_min_available_one
 from invariants import HealthyPods
 from plugin import RunningPlugin, events, run_plugin
 from watching import Follower
@@ -365,17 +366,15 @@ def test_a_node_that_cannot_drain_is_skipped_kept_or_surged_as_chosen(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, choice: str
 ) -> None:
     target, spare = dedicated_nodes(2)
-    with only_schedulable(cluster, target, [spare]):
-        deploy(cluster, namespace, "solo", 1, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
-        add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    one_replica_min_available_one(cluster, namespace, target, spare)  # web: one pod, behind minAvailable 1
     (pod,) = pods_on(cluster, target)
     healthy = HealthyPods(cluster, namespace).start()
     try:
         result = campaign(kubeconfig, target, "--timeout", "3s", "--on-blocked", choice)
-        healthy.settle({"solo": 1})
+        healthy.settle({"web": 1})
     finally:
         minimum = healthy.stop()
-    assert minimum == {"solo": 1}
+    assert minimum == {"web": 1}
     node = cluster.core.read_node(target)
     left = {p.metadata.name for p in pods_on(cluster, target)}
     job = events(result)[0]["job"]
@@ -395,7 +394,7 @@ def test_a_node_that_cannot_drain_is_skipped_kept_or_surged_as_chosen(
         assert [e["node"] for e in by_type(result, "NodeDone")] == [target]
         assert by_type(result, "SurgeStarted")
         assert left == set()
-        assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1  # restored
+        assert cluster.apps.read_namespaced_deployment("web", namespace).spec.replicas == 1  # restored
 
 
 # --- hooks ------------------------------------------------------------------------------------------------
