@@ -224,8 +224,9 @@ def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_r
             # solo (one replica behind minAvailable 1) can leave only through a surge
             "--on-blocked",
             "surge",
+            # past what the other nodes take on a busy machine: a StatefulSet's pod cannot be surged
             "--timeout",
-            "10s",
+            "20s",
             "--post-hook",
             f"{sys.executable} {hook}",
         )
@@ -535,13 +536,14 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
     target, spare = dedicated_nodes(2)
-    # Four pods behind maxUnavailable 1, each replacement Ready 3 s after it starts: ~9 s to drain the node.
+    # Six pods behind maxUnavailable 1, each replacement Ready 4 s after it starts: 20 s and more to drain the
+    # node, so the first window (10 s, time for the command to start on a busy machine) ends mid-drain.
     with only_schedulable(cluster, target, [spare]):
-        deploy(cluster, namespace, "web", 4, pool=namespace, annotations={manifests.READY_AFTER: "3s"})
-        add_pdb(cluster, namespace, "web", app="web", expected=4, max_unavailable=1)
+        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "4s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=6, max_unavailable=1)
     start = time.time()
-    first_close = start + 4
-    second_open = first_close + 6
+    first_close = start + 10
+    second_open = first_close + 8
     out = NodesOut(cluster, namespace).start()
     try:
         result = campaign(
@@ -564,7 +566,7 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
     assert closed[0]["in_progress"] == [target]
     assert closed[0]["at_window_end"] == "stop"
     evictions = [stamp(e) for e in seen if e["type"] == "PodEvicted"]
-    assert len(evictions) == 4
+    assert len(evictions) == 6
     # Stopped at the first window's end, the rest evicted in the second: none in between.
     assert any(t < first_close + 1 for t in evictions)
     assert any(t >= second_open - 1 for t in evictions)
