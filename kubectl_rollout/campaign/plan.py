@@ -68,9 +68,13 @@ def plan_campaign(
         zone_budget=settings.zone_budget,
         rate_nodes=settings.rate.nodes if settings.rate else None,
     )
-    pods = _pods_on(cluster, set(by_name))
-    ruled_pods = tuple(r for r in (ruled(p) for p in pods) if r is not None)
-    readiness = _quickest_readiness(engine, pods)
+    ruled_pods: list[ev.RuledPod] = []
+    readiness: dict[str, float] = {}
+    for name in by_name:
+        # Node by node: a pool of thousands of pods is never held in memory at once.
+        pods = _pods_on(cluster, name)
+        ruled_pods += [r for r in (ruled(p) for p in pods) if r is not None]
+        _quickest_readiness(engine, pods, readiness)
     wave_plans = tuple(_wave_plan(w, by_name, leaving, engine, readiness) for w in waves)
     estimate = _estimate(wave_plans, soak=job.soak, rate=settings.rate)
     now = time.time()
@@ -85,7 +89,7 @@ def plan_campaign(
         rate=job.rate,
         soak=job.soak,
         windows=job.windows,
-        ruled_pods=ruled_pods,
+        ruled_pods=tuple(ruled_pods),
         done=tuple(n for n in job.done if any(m.metadata.name == n for m in nodes)),
         estimated_seconds=round(estimate, 1),
         plan_only=job.plan_only,
@@ -95,16 +99,14 @@ def plan_campaign(
     return CampaignPlan(event=event, waves=tuple(tuple(by_name[n.name] for n in w.nodes) for w in waves))
 
 
-def _pods_on(cluster: Cluster, nodes: set[str]) -> list[Any]:
-    if not nodes:
-        return []
-    listing = call_with_retry(cluster.core.list_pod_for_all_namespaces)
-    return [p for p in listing.items if p.spec.node_name in nodes]
+def _pods_on(cluster: Cluster, node: str) -> list[Any]:
+    listing = call_with_retry(cluster.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
+    return list(listing.items)
 
 
-def _quickest_readiness(engine: DrainEngine, pods: Iterable[Any]) -> dict[str, float]:
-    """Per PDB ("namespace/name"), the shortest time from creation to Ready among its pods seen."""
-    quickest: dict[str, float] = {}
+def _quickest_readiness(engine: DrainEngine, pods: Iterable[Any], quickest: dict[str, float]) -> None:
+    """Per PDB ("namespace/name"), the shortest time from creation to Ready among its pods seen, into
+    ``quickest``."""
     watch = engine.evictor.pdbs()
     for pod in pods:
         since = ready_since(pod)
@@ -115,7 +117,6 @@ def _quickest_readiness(engine: DrainEngine, pods: Iterable[Any]) -> dict[str, f
         for pdb in watch.selecting(pod):
             name = qualified(pdb)
             quickest[name] = min(quickest.get(name, seconds), seconds)
-    return quickest
 
 
 def _wave_plan(
