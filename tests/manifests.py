@@ -78,6 +78,21 @@ def deployment(
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec}
 
 
+def statefulset(name: str, *, replicas: int, pod_spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A StatefulSet whose pods are Ready 1 s after they start (``pod_spec``: e.g. ``placement(pool)``)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": pod_template(name, {READY_AFTER: "1s"}, spec=pod_spec),
+        },
+    }
+
+
 def daemonset(name: str, *, pod_spec: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",

@@ -66,6 +66,10 @@ LAZY_COMMANDS = {
     "drain": LazyCommand(
         f"{_DRAIN}:drain", "Drain NODE... in preparation for maintenance: cordon, then evict its pods."
     ),
+    "campaign": LazyCommand(
+        "kubectl_rollout.cli.campaign_commands:campaign",
+        "Drain a pool of nodes in waves: a budget out at once, zones, a rate, soak, hooks and windows.",
+    ),
     "cordon": LazyCommand(f"{_DRAIN}:cordon", "Mark NODE... as unschedulable (new pods will not be placed there)."),
     "uncordon": LazyCommand(f"{_DRAIN}:uncordon", "Mark NODE... as schedulable."),
     "agent": LazyCommand(

@@ -10,6 +10,9 @@ from kubectl_rollout.jobs.kinds.base import JobKindFacts, claim
 from kubectl_rollout.jobs.spec import ActionKind, JobKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import JobSpec, RolloutAction
 
 #: the command that runs each rollout action, as a person types it, where it is not the action's own name
@@ -54,7 +57,7 @@ class RolloutFacts(JobKindFacts):
         name = _section(spec).workload
         return frozenset({claim(spec.connection.context, f"{self.namespace(spec) or 'default'}/workload/{name}")})
 
-    def to_resume(self, spec: JobSpec, recorded: set[str]) -> JobSpec:
+    def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
         # A change recorded on the workload is followed to its end (status -w) rather than made again: a second
         # restart would restart it twice. A change never recorded is made as it was asked.
         action = _section(spec)
