@@ -17,8 +17,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_rollout.rollout.canary.steps import CommandGate, ManualGate, OnFailure, Pause, SetWeight, Step, weight_at
-from kubectl_rollout.rollout.canary.weights import Counts, step_goal
+from kubectl_rollout.rollout.steps.format import CommandGate, ManualGate, OnFailure, Pause, SetWeight, Step, weight_at
+from kubectl_rollout.rollout.steps.weights import Counts, step_goal
 
 
 class Strategy(enum.StrEnum):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.rollout.canary.steps import (
+from kubectl_rollout.rollout.steps.format import (
     CommandGate,
     InvalidSteps,
     ManualGate,

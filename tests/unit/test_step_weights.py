@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_rollout.rollout.canary.steps import parse_steps
-from kubectl_rollout.rollout.canary.weights import Counts, NextCounts, next_counts, plan_steps, side, step_goal
+from kubectl_rollout.rollout.steps.format import parse_steps
+from kubectl_rollout.rollout.steps.weights import Counts, NextCounts, next_counts, plan_steps, side, step_goal
 
 
 @pytest.mark.parametrize(

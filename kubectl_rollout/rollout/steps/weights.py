@@ -25,8 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubectl_rollout.rollout.canary.steps import SetWeight, Step
 from kubectl_rollout.rollout.replica_math import IntOrPercent, max_surge, max_unavailable
+from kubectl_rollout.rollout.steps.format import SetWeight, Step
 
 
 @dataclass(frozen=True, kw_only=True)

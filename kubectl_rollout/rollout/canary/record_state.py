@@ -1,0 +1,110 @@
+"""A canary's state on the workload's record (the ConfigMap's ``canary`` key), and its Kubernetes Events.
+
+Written as the status is (``record.save_status``): a merge patch of one key,
+only over the version it was computed from, so that a promote and a driver
+that race never overwrite each other's news: the loser gets StaleRecord and
+decides again on a fresh read.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.kube import object_events
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import record_name
+from kubectl_rollout.rollout.canary.state import CanaryState, step_line
+from kubectl_rollout.rollout.record import Record, StaleRecord, from_config_map
+
+#: the record's key that holds the canary's state
+CANARY_KEY = "canary"
+REPORTING_CONTROLLER = "rollout-plus.kubectl.io/canary"
+
+
+def state_of(record: Record) -> CanaryState | None:
+    raw = (record.config_map.data or {}).get(CANARY_KEY)
+    if not raw:
+        return None
+    try:
+        return CanaryState.from_dict(json.loads(raw))
+    except (ValueError, TypeError):
+        return None  # written by hand, or by a newer version in a shape this one cannot read: start over
+
+
+def save_state(
+    cluster: Cluster, record: Record, state: CanaryState | None, *, status: dict[str, Any] | None = None
+) -> Record:
+    """Store ``state`` (None: remove it), with the status as ``status`` when given, over the version read."""
+    data: dict[str, Any] = {CANARY_KEY: json.dumps(state.as_dict(), sort_keys=True) if state is not None else None}
+    if status is not None:
+        data["status"] = json.dumps(status, sort_keys=True)
+    patch = {"metadata": {"resourceVersion": record.resource_version}, "data": data}
+    try:
+        patched = call_with_retry(
+            cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch
+        )
+    except ApiException as err:
+        if err.status == 409:
+            raise StaleRecord(record.name) from err
+        raise
+    return from_config_map(patched)
+
+
+def record_canary_event(cluster: Cluster, record: Record, *, reason: str, message: str, warning: bool = False) -> None:
+    """A Kubernetes Event on the workload's record: ``kubectl describe configmap rollout-plus.NAME`` lists it."""
+    involved = client.V1ObjectReference(
+        api_version="v1",
+        kind="ConfigMap",
+        name=record_name(record.name),
+        namespace=record.namespace,
+        uid=record.uid,
+    )
+    object_events.record_event(
+        cluster,
+        involved,
+        namespace=record.namespace,
+        reason=reason,
+        message=message,
+        action="Canary",
+        reporting_controller=REPORTING_CONTROLLER,
+        warning=warning,
+    )
+
+
+def who() -> str:
+    """Who acts, as the record and the Events say it: the user and the machine (``alice@build-01``)."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def step_status(record: Record) -> str:
+    """Where the workload's canary stands, for ``status``: "" when none is under way."""
+    state = state_of(record)
+    if state is None or not state.steps or (state.done and state.aborted is None):
+        return ""
+    line = step_line(
+        steps=state.steps, index=state.step, canary=record.status.updated_replicas, replicas=record.spec.replicas
+    )
+    if state.aborted is not None:
+        return f"aborted by {state.aborted.by}, at {line}; start again with {next_steps.command('retry', record.name)}"
+    if state.paused is not None:
+        return f"{line} (paused; go on with {next_steps.command('promote', record.name)})"
+    return line
+
+
+def canary_state(record: Record) -> dict[str, Any] | None:
+    """The canary's state as recorded, for ``status -o json``."""
+    state = state_of(record)
+    return state.as_dict() if state is not None else None
