@@ -215,11 +215,15 @@ class CanaryWalker:
         texts = tuple(str(s) for s in steps)
         active = [rs for rs in old if rs.replicas > 0]
         going_back = state is not None and template_hash == state.stable_hash
-        if not steps or not active or going_back:
-            # No steps; a first rollout (nothing to compare with); or back to the stable revision (undo, a
-            # change reverted): a plain rolling update, recorded as a canary whose steps are all done.
-            fresh = CanaryState(canary_hash=template_hash, steps=texts, step=len(texts))
-            save_state(self.cluster, record, fresh if steps or state is not None else None)
+        if not steps:
+            if state is None:
+                return CanaryPass()  # no steps, never had any: a plain rolling update
+            save_state(self.cluster, record, None)  # the steps were removed: so is what is left of their canary
+            return CanaryPass(wrote=True)
+        if not active or going_back:
+            # A first rollout (nothing to compare with), or back to the stable revision (undo, a change
+            # reverted): a plain rolling update, recorded as a canary whose steps are all done.
+            save_state(self.cluster, record, CanaryState(canary_hash=template_hash, steps=texts, step=len(texts)))
             return CanaryPass(wrote=True)
         kept = state is not None and any(rs.name == state.stable for rs in active)
         stable = (

@@ -52,7 +52,8 @@ class Side:
 
 
 def side(replicas: int, *, current: int = 0, available: int = 0) -> Side:
-    return Side(replicas=replicas, pods=max(replicas, current), available=min(available, max(replicas, current)))
+    # Available pods beyond the spec are on their way out: they never count towards what stays available.
+    return Side(replicas=replicas, pods=max(replicas, current), available=min(available, replicas))
 
 
 def step_goal(*, replicas: int, weight: int) -> Counts:
