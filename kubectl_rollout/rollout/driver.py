@@ -149,6 +149,8 @@ class RolloutDriver:
         self._done: list[ev.ReplicaSetAction] = []
         #: the workload's canary steps, when it has some
         self._canary = CanaryWalker(cluster, name, context.emit, wake=self._wake.set)
+        #: when the canary's timed pause ends (epoch seconds), if one runs: the loop wakes then, not up to 1 s later
+        self._pause_ends_at: float | None = None
 
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
@@ -260,11 +262,15 @@ class RolloutDriver:
             lease.release()
 
     def _wait_for_change(self) -> None:
-        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick)."""
+        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick);
+        sooner when a canary's timed pause ends before."""
+        tick = 1.0
+        if self._pause_ends_at is not None:
+            tick = min(tick, max(0.0, self._pause_ends_at - time.time()))
         if self.paused is None:
-            self._wake.wait(1.0)
+            self._wake.wait(tick)
             return
-        until = time.monotonic() + 1.0
+        until = time.monotonic() + tick
         while time.monotonic() < until:
             if self._wake.wait(0.1) or self.paused.is_set() != self._paused_by_switch:
                 return
@@ -310,6 +316,7 @@ class RolloutDriver:
                 canary = self._canary.pass_(record, template_hash=template_hash, new=new, old=old, now=now)
             except StaleRecord:
                 return None  # the watch has not caught up with a write (ours, or a promote's); the next pass will
+            self._pause_ends_at = canary.until
             if canary.wrote:
                 return None  # the canary's state changed: decide again on the record as the watch brings it
             if canary.holding:

@@ -11,6 +11,10 @@ watch; the counts are read from the ReplicaSets themselves.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +22,21 @@ import manifests
 import pytest
 import watching
 import yaml
+from integration.test_agent import _wait_gone, agent_dir
+from integration.test_agent_rollouts import _follow
 from invariants import RolloutInvariants
 from plugin import RunningPlugin, run_plugin
 
+from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.paths import AgentPaths
+from kubectl_rollout.jobs.events import canary as cev
+from kubectl_rollout.jobs.events.job import JobFinished
+from kubectl_rollout.jobs.events.rollout import ContainerImage
+from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import record_name
 
-pytestmark = pytest.mark.integration
+__all__ = ["agent_dir"]  # the fixture, shared with test_agent.py
 
 V2 = "registry.example/app:v2"
 V3 = "registry.example/app:v3"
@@ -318,3 +330,61 @@ def test_the_first_rollout_skips_the_steps(cluster: Cluster, namespace: str, kub
     refused = plugin(kubeconfig, namespace, "promote", "web")
     assert refused.returncode == 1
     assert "has gone past its last canary step" in refused.stderr
+
+
+# --- the agent SIGKILLed during a gate and during a timed pause --------------------------------------------------
+
+
+def test_the_agent_killed_during_a_gate_and_a_timed_pause_resumes_without_a_second_gate_or_a_fresh_pause(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "gate.log"
+    steps = f"setWeight 20\ngate command: echo start >> {log}; sleep 4; echo done >> {log}\npause 8s\nsetWeight 100"
+    created(cluster, namespace, kubeconfig, tmp_path, workload(steps))
+    spec = JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        rollout=RolloutAction(
+            kind=ActionKind.SET_IMAGE, name="web", images=(ContainerImage(container="app", image=V2),)
+        ),
+    )
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(spec)
+        _follow(agent_dir, job.id, until=lambda event: isinstance(event, cev.GateStarted))
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        # The gate's shell died with its driver (PR_SET_PDEATHSIG): it never gets to say done.
+        assert "done" not in (log.read_text() if log.exists() else "")
+
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]  # a new agent: it resumes the job, which runs the unfinished gate again
+        pause = until_canary(cluster, namespace, "the timed pause", lambda s: s.get("step") == 2)
+        assert pause["gate"]["ok"] is True
+        # Kill it 3 s into the 8 s pause (a point in time, not a wait for something to happen).
+        threading.Event().wait(max(0.0, pause["step_started_at"] + 3 - time.time()))
+        killed_at = time.time()
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        with connect(agent_dir, name="test") as agent:
+            assert agent.agent["pid"] != pid
+        ended = until_canary(cluster, namespace, "the pause's end", lambda s: s.get("step") == 3)
+        seen = _follow(agent_dir, job.id)
+    finally:
+        fenceposts.stop()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
+    assert fenceposts.breaches_of(10, "25%", "25%") == []
+    # The gate finished once; its result was recorded before the pause began and was never run again.
+    assert log.read_text().split().count("done") == 1
+    assert len([e for e in seen if isinstance(e.event, cev.GateRan)]) == 1
+    # The pause counted from when it began as recorded: it ended 8 s after that, not 8 s after the restart.
+    assert canary_state(cluster, namespace)["step"] == 4
+    took = ended["step_started_at"] - pause["step_started_at"]
+    into = killed_at - pause["step_started_at"]
+    print(f"\nthe 8 s pause took {took:.2f} s, across a SIGKILL of the agent {into:.2f} s into it")
+    assert 8.0 <= took < 8.0 + 1.0

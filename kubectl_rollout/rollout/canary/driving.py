@@ -67,6 +67,8 @@ class CanaryPass:
     holding: bool = False
     #: this pass wrote the record: end the pass, decide again on the watch's copy
     wrote: bool = False
+    #: a timed pause ends then (epoch seconds): the driver looks again at that moment
+    until: float | None = None
     end: CanaryEnd | None = None
 
 
@@ -157,7 +159,7 @@ class CanaryWalker:
                         f"{next_steps.command('promote', self.name)}, or {next_steps.command('abort', self.name)}",
                     ),
                 )
-            return CanaryPass(goal=decision.goal, stable=state.stable, holding=True)
+            return CanaryPass(goal=decision.goal, stable=state.stable, holding=True, until=decision.until)
         if isinstance(decision, RunGate):
             return self._run_gate(record, state, steps, decision, new=new, stable=stable, now=now)
         if isinstance(decision, GateFailed):
