@@ -219,10 +219,12 @@ def save_status(cluster: Cluster, record: Record, status: RolloutStatus) -> Reco
     record from a watch cache that lags its own last write gets 409 instead of
     writing an older status back (StaleRecord), and waits for the cache.
     """
-    patch = {
-        "metadata": {"resourceVersion": record.resource_version},
-        "data": {"status": json.dumps(status.as_dict(), sort_keys=True)},
-    }
+    return patch_data(cluster, record, {"status": json.dumps(status.as_dict(), sort_keys=True)})
+
+
+def patch_data(cluster: Cluster, record: Record, data: dict[str, str | None]) -> Record:
+    """Merge ``data`` into the record's (None removes a key), over the version read: StaleRecord when it changed."""
+    patch = {"metadata": {"resourceVersion": record.resource_version}, "data": data}
     try:
         patched = call_with_retry(
             cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch

@@ -93,6 +93,10 @@ class CanaryWalker:
         #: (canary hash, step) of the last StepStarted reported, so that a driver that takes over says it once
         self._announced: tuple[str, int] | None = None
 
+    def _tell(self, record: Record, reason: str, message: str, *, warning: bool = False) -> None:
+        """A Kubernetes Event on the workload's record, for ``kubectl describe`` and a second operator."""
+        record_canary_event(self.cluster, record, reason=reason, message=message, warning=warning)
+
     def stop(self) -> None:
         """The driver ends: a gate still running is killed (the next driver runs it again from the start)."""
         if self._gate is not None and not self._gate.finished:
@@ -243,11 +247,10 @@ class CanaryWalker:
         )
         save_state(self.cluster, record, fresh)
         self.emit(cev.CanaryStarted(workload=self.name, canary_hash=template_hash, stable=stable.name, steps=texts))
-        record_canary_event(
-            self.cluster,
+        self._tell(
             record,
-            reason="CanaryStarted",
-            message=f"canary of {len(texts)} steps started; stable ReplicaSet {stable.name}",
+            "CanaryStarted",
+            f"canary of {len(texts)} steps started; stable ReplicaSet {stable.name}",
         )
         return CanaryPass(wrote=True)
 
@@ -277,13 +280,12 @@ class CanaryWalker:
         save_state(self.cluster, record, after, status=_progress_refreshed(record.status, now))
         if after.done:
             self.emit(cev.StepsDone(workload=self.name, steps=len(steps)))
-            record_canary_event(self.cluster, record, reason="StepsDone", message=f"all {len(steps)} steps done")
+            self._tell(record, "StepsDone", f"all {len(steps)} steps done")
         else:
-            record_canary_event(
-                self.cluster,
+            self._tell(
                 record,
-                reason="StepStarted",
-                message=f"step {after.step + 1}/{len(steps)}: {steps[after.step]}",
+                "StepStarted",
+                f"step {after.step + 1}/{len(steps)}: {steps[after.step]}",
             )
         return CanaryPass(wrote=True)
 
@@ -294,11 +296,10 @@ class CanaryWalker:
         self.emit(
             cev.PausedAtStep(workload=self.name, step=state.step + 1, steps=len(steps), text=text, by=BY_STEP, when=now)
         )
-        record_canary_event(
-            self.cluster,
+        self._tell(
             record,
-            reason="PausedAtStep",
-            message=f"paused at step {state.step + 1}/{len(steps)} ({text}) until promoted",
+            "PausedAtStep",
+            f"paused at step {state.step + 1}/{len(steps)} ({text}) until promoted",
         )
         return CanaryPass(wrote=True)
 
@@ -310,7 +311,7 @@ class CanaryWalker:
         self.emit(
             cev.Aborted(workload=self.name, step=state.step + 1, steps=len(steps), by=by, when=now, reason=reason)
         )
-        record_canary_event(self.cluster, record, reason="Aborted", message=f"canary aborted: {reason}", warning=True)
+        self._tell(record, "Aborted", f"canary aborted: {reason}", warning=True)
         return CanaryPass(wrote=True)
 
     def _run_gate(
@@ -371,11 +372,10 @@ class CanaryWalker:
             )
         )
         verdict = "passed" if outcome.ok else f"failed (exit code {outcome.exit_code})"
-        record_canary_event(
-            self.cluster,
+        self._tell(
             record,
-            reason="GateRan",
-            message=f"step {state.step + 1}/{len(steps)}: {text} {verdict}",
+            "GateRan",
+            f"step {state.step + 1}/{len(steps)}: {text} {verdict}",
             warning=not outcome.ok,
         )
         return CanaryPass(wrote=True)

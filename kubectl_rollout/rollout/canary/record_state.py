@@ -13,15 +13,13 @@ import socket
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.kube import object_events
-from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import record_name
 from kubectl_rollout.rollout.canary.state import CanaryState, step_line
-from kubectl_rollout.rollout.record import Record, StaleRecord, from_config_map
+from kubectl_rollout.rollout.record import Record, patch_data
 
 #: the record's key that holds the canary's state
 CANARY_KEY = "canary"
@@ -42,19 +40,12 @@ def save_state(
     cluster: Cluster, record: Record, state: CanaryState | None, *, status: dict[str, Any] | None = None
 ) -> Record:
     """Store ``state`` (None: remove it), with the status as ``status`` when given, over the version read."""
-    data: dict[str, Any] = {CANARY_KEY: json.dumps(state.as_dict(), sort_keys=True) if state is not None else None}
+    data: dict[str, str | None] = {
+        CANARY_KEY: json.dumps(state.as_dict(), sort_keys=True) if state is not None else None
+    }
     if status is not None:
         data["status"] = json.dumps(status, sort_keys=True)
-    patch = {"metadata": {"resourceVersion": record.resource_version}, "data": data}
-    try:
-        patched = call_with_retry(
-            cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch
-        )
-    except ApiException as err:
-        if err.status == 409:
-            raise StaleRecord(record.name) from err
-        raise
-    return from_config_map(patched)
+    return patch_data(cluster, record, data)
 
 
 def record_canary_event(cluster: Cluster, record: Record, *, reason: str, message: str, warning: bool = False) -> None:
