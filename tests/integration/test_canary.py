@@ -44,12 +44,17 @@ ISSUE_STEPS = "setWeight 10; pause; setWeight 50; pause 5s; setWeight 100"
 
 
 def workload(
-    steps: str | None, *, replicas: int = 10, surge: int | str = "25%", unavailable: int | str = "25%"
+    steps: str | None,
+    *,
+    replicas: int = 10,
+    surge: int | str = "25%",
+    unavailable: int | str = "25%",
+    ready_after: str = "1s",
 ) -> dict[str, Any]:
     document = manifests.deployment(
         "web",
         replicas=replicas,
-        annotations={manifests.READY_AFTER: "1s"},
+        annotations={manifests.READY_AFTER: ready_after},
         strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}},
     )
     if steps is not None:
@@ -204,8 +209,10 @@ def test_promote_full_skips_every_remaining_step(
 def test_abort_mid_step_restores_the_stable_then_retry_starts_again_and_undo_ends_it(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    # maxSurge 1, maxUnavailable 0: the 60 % step moves one pod at a time, each Ready after 1 s.
-    created(cluster, namespace, kubeconfig, tmp_path, workload("setWeight 60; pause", surge=1, unavailable=0))
+    # maxSurge 1, maxUnavailable 0: the 60 % step moves one pod at a time, each Ready after 3 s: from the second
+    # canary pod on, the step has at least 12 s to go when abort is recorded.
+    document = workload("setWeight 60; pause", surge=1, unavailable=0, ready_after="3s")
+    created(cluster, namespace, kubeconfig, tmp_path, document)
     fenceposts = RolloutInvariants(cluster, namespace).start()
     try:
         rolling = RunningPlugin("set", "image", "web", f"app={V2}", "-n", namespace, kubeconfig=kubeconfig)

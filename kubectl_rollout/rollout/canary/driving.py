@@ -24,7 +24,7 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.canary.command_gate import CommandGateRun, gate_environment
-from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of
+from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of, step_started
 from kubectl_rollout.rollout.canary.state import (
     Advance,
     CanaryState,
@@ -43,8 +43,8 @@ from kubectl_rollout.rollout.canary.state import (
 from kubectl_rollout.rollout.plan import ManagedReplicaSet
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
-from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, Pause, Step, parse_steps, weight_at
-from kubectl_rollout.rollout.steps.weights import Counts, step_goal
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, Step, parse_steps
+from kubectl_rollout.rollout.steps.weights import Counts
 
 #: who paused a canary at a pause step, or aborted it on a failed gate: the step itself, not a person
 BY_STEP = "step"
@@ -130,7 +130,7 @@ class CanaryWalker:
             return CanaryPass(goal=_as_they_are(new, stable), stable=state.stable, holding=True)
         goal: Counts | None = getattr(decision, "goal", None)
         reached = self._reached(goal, new, stable, others)
-        self._announce(record, state, steps, replicas)
+        self._announce(record, state)
         if isinstance(decision, Move):
             if reached and decision.advance:
                 self.emit(
@@ -254,26 +254,14 @@ class CanaryWalker:
         )
         return CanaryPass(wrote=True)
 
-    def _announce(self, record: Record, state: CanaryState, steps: tuple[Step, ...], replicas: int) -> None:
+    def _announce(self, record: Record, state: CanaryState) -> None:
         """StepStarted, once per step and driver (a driver that takes over says where the canary stands)."""
-        if state.done or state.aborted is not None or self._announced == (state.canary_hash, state.step):
+        if self._announced == (state.canary_hash, state.step):
             return
-        self._announced = (state.canary_hash, state.step)
-        step = steps[state.step]
-        goal = step_goal(replicas=replicas, weight=weight_at(steps, state.step))
-        until = state.step_started_at + step.seconds if isinstance(step, Pause) and step.seconds else None
-        self.emit(
-            cev.StepStarted(
-                workload=self.name,
-                step=state.step + 1,
-                steps=len(steps),
-                text=str(step),
-                canary=goal.canary,
-                stable=goal.stable,
-                replicas=replicas,
-                until=until,
-            )
-        )
+        started = step_started(record)
+        if started is not None:
+            self._announced = (state.canary_hash, state.step)
+            self.emit(started)
 
     def _advance(self, record: Record, state: CanaryState, steps: tuple[Step, ...], *, now: float) -> CanaryPass:
         after = next_step(state, now=now)

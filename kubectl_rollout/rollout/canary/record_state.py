@@ -15,11 +15,14 @@ from typing import Any
 from kubernetes import client
 
 from kubectl_rollout.jobs import next_steps
+from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.kube import object_events
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import record_name
 from kubectl_rollout.rollout.canary.state import CanaryState, step_line
 from kubectl_rollout.rollout.record import Record, patch_data
+from kubectl_rollout.rollout.steps.format import Pause, parse_steps, weight_at
+from kubectl_rollout.rollout.steps.weights import step_goal
 
 #: the record's key that holds the canary's state
 CANARY_KEY = "canary"
@@ -93,6 +96,26 @@ def step_status(record: Record) -> str:
     if state.paused is not None:
         return f"{line} (paused; go on with {next_steps.command('promote', record.name)})"
     return line
+
+
+def step_started(record: Record) -> cev.StepStarted | None:
+    """The step the record says the canary is at, as the driver announced it: what a follower reports."""
+    state = state_of(record)
+    if state is None or state.done or state.aborted is not None:
+        return None
+    steps = parse_steps("\n".join(state.steps), workload=record.name)
+    step = steps[state.step]
+    goal = step_goal(replicas=record.spec.replicas, weight=weight_at(steps, state.step))
+    return cev.StepStarted(
+        workload=record.name,
+        step=state.step + 1,
+        steps=len(steps),
+        text=str(step),
+        canary=goal.canary,
+        stable=goal.stable,
+        replicas=record.spec.replicas,
+        until=state.step_started_at + step.seconds if isinstance(step, Pause) and step.seconds else None,
+    )
 
 
 def canary_state(record: Record) -> dict[str, Any] | None:
