@@ -146,7 +146,9 @@ def _gate_ran(event: cev.GateRan, _view: RolloutView) -> Iterator[Line]:
     else:
         verdict = f"failed with exit code {event.exit_code}; on failure: {event.on_failure}"
     last = event.output.strip().splitlines()[-1:] if event.output.strip() else []
-    yield "out", f"step {event.step}/{event.steps}: gate {verdict}" + (f" ({last[0][:200]})" if last else "")
+    # The command's own words, but never its terminal escapes: a gate's output is not ours to trust.
+    said = "".join(c if c.isprintable() else "?" for c in last[0][:200]) if last else ""
+    yield "out", f"step {event.step}/{event.steps}: gate {verdict}" + (f" ({said})" if said else "")
 
 
 def _promoted(event: cev.Promoted, _view: RolloutView) -> Iterator[Line]:

@@ -203,3 +203,10 @@ def test_an_abort_that_restored_the_stable_says_so_without_error() -> None:
         )
     )
     assert err == [message]
+
+
+def test_a_gates_output_reaches_the_terminal_without_its_escapes() -> None:
+    out, _err = render(
+        cev.GateRan(workload="web", step=1, steps=1, text="gate command: x", ok=True, output="ok \x1b[2J\x07done\n")
+    )
+    assert out == ["step 1/1: gate passed (ok ?[2J?done)"]

@@ -118,6 +118,10 @@ class CanaryWalker:
         state = state_of(record)
         if state is None or state.canary_hash != template_hash:
             return self._begin(record, state, template_hash=template_hash, old=old, now=now)
+        if self._gate is not None and self._gate_for != (state.canary_hash, state.step):
+            # Promoted past its step, or aborted, while it ran: its verdict is no longer wanted.
+            self._gate.stop()
+            self._gate, self._gate_for = None, None
         steps = parse_steps("\n".join(state.steps), workload=record.name) if state.steps else ()
         replicas = record.spec.replicas
         decision = decide(steps=steps, state=state, replicas=replicas, now=now)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import Any
 
 from kubernetes import client
@@ -18,6 +19,7 @@ from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.kube import object_events
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.durations import go_duration
 from kubectl_rollout.kube.record_names import record_name
 from kubectl_rollout.rollout.canary.state import CanaryState, step_line
 from kubectl_rollout.rollout.record import Record, patch_data
@@ -95,6 +97,9 @@ def step_status(record: Record) -> str:
         return f"aborted by {state.aborted.by}, at {line}; start again with {next_steps.command('retry', record.name)}"
     if state.paused is not None:
         return f"{line} (paused; go on with {next_steps.command('promote', record.name)})"
+    started = step_started(record)
+    if started is not None and started.until is not None:
+        return f"{line} ({go_duration(max(0, round(started.until - time.time())))} left)"
     return line
 
 
