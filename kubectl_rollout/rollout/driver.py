@@ -64,6 +64,7 @@ from kubectl_rollout.rollout.state import (
     status_message,
     sync_rollout_status,
 )
+from kubectl_rollout.rollout.steps.weights import Counts
 from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
 
 #: waiting reasons that mean a new pod will not start without a change to the workload
@@ -311,7 +312,12 @@ class RolloutDriver:
         new_view = next((v for v in views if new is not None and v.name == new.name), None)
         now = time.time()
         canary = CanaryPass()
-        if not spec.paused:
+        if spec.paused:
+            # Paused, the steps wait; the plan must still know a canary holds its counts.
+            stable = self._canary.under_way(record, template_hash=template_hash)
+            if stable is not None:
+                canary = CanaryPass(goal=Counts(canary=0, stable=0), stable=stable, holding=True)
+        else:
             try:
                 canary = self._canary.pass_(record, template_hash=template_hash, new=new, old=old, now=now)
             except StaleRecord:

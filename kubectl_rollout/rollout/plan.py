@@ -270,9 +270,10 @@ def plan(
     if new is not None and copied:
         # getNewReplicaSet: the workload's annotations (a new change-cause, say) go to the new ReplicaSet.
         return [CopyAnnotations(new.name, copied)]
-    if spec.paused or is_scaling_event(spec, replica_sets):
+    if (spec.paused and canary is None) or is_scaling_event(spec, replica_sets):
         # syncDeployment: a paused workload always goes through sync (scale, then history cleanup), so that
         # one paused at 0 replicas still scales up; a scaling event does the same before any rollout step.
+        # A paused canary is not filled up to replicas + maxSurge: its step's counts stay as they are.
         writes = scale(spec, template_hash, replica_sets, status_replicas=status_replicas)
         if writes:
             return writes

@@ -255,6 +255,28 @@ def test_abort_mid_step_restores_the_stable_then_retry_starts_again_and_undo_end
     assert fenceposts.breaches_of(10, 1, 0) == []
 
 
+def test_a_paused_workload_holds_its_canary_until_resumed_even_when_promoted(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    created(cluster, namespace, kubeconfig, tmp_path, workload("setWeight 30; pause"))
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    try:
+        assert plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}").returncode == 0
+        assert plugin(kubeconfig, namespace, "pause", "web").returncode == 0
+        # The promote is recorded, but the workload's own pause holds everything: no step moves.
+        promoted = plugin(kubeconfig, namespace, "promote", "web")
+        assert promoted.returncode == 0, promoted.stderr
+        assert "is paused" in promoted.stderr
+        assert counts(cluster, namespace) == {V2: (3, 3), manifests.IMAGE: (7, 7)}
+        assert canary_state(cluster, namespace)["step"] == 2
+        resumed = plugin(kubeconfig, namespace, "resume", "web")
+        assert resumed.returncode == 0, resumed.stderr
+        assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
+    finally:
+        fenceposts.stop()
+    assert fenceposts.breaches_of(10, "25%", "25%") == []
+
+
 @pytest.mark.parametrize("on_failure", ["abort", "pause"])
 def test_a_failing_command_gate_aborts_or_pauses_as_configured(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, on_failure: str

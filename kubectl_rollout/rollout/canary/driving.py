@@ -104,6 +104,15 @@ class CanaryWalker:
 
     # --- one pass -------------------------------------------------------------------------
 
+    @staticmethod
+    def under_way(record: Record, *, template_hash: str) -> str | None:
+        """The stable ReplicaSet of the current template's canary, when one began (steps to go or not): a paused
+        workload holds its counts as they are, not filled up to replicas + maxSurge (the controller's paused sync)."""
+        state = state_of(record)
+        if state is None or state.canary_hash != template_hash or not state.stable:
+            return None
+        return state.stable
+
     def pass_(
         self,
         record: Record,
