@@ -63,6 +63,17 @@ LAZY_COMMANDS = {
     "release": LazyCommand(
         f"{_ROLLOUT}:release", "Hand managed workload NAME back to a real Deployment, with zero pod restarts."
     ),
+    "promote": LazyCommand(
+        f"{_ROLLOUT}:promote",
+        "Move the canary of managed workload NAME past its current step (a pause, a gate, a weight).",
+    ),
+    "abort": LazyCommand(
+        f"{_ROLLOUT}:abort",
+        "Abort the canary of managed workload NAME: the stable ReplicaSet back at full size, the canary at 0.",
+    ),
+    "retry": LazyCommand(
+        f"{_ROLLOUT}:retry", "Start the aborted canary of managed workload NAME again from its first step."
+    ),
     "drain": LazyCommand(
         f"{_DRAIN}:drain", "Drain NODE... in preparation for maintenance: cordon, then evict its pods."
     ),

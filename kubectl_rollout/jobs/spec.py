@@ -215,6 +215,10 @@ class ActionKind(enum.StrEnum):
     RESUME = "resume"
     #: ``status -w``: drive the rollout, or follow the driver that holds it
     WATCH = "watch"
+    #: canary steps (rollout/canary/): go past the current step (``full``: past every step), abort, start again
+    PROMOTE = "promote"
+    ABORT = "abort"
+    RETRY = "retry"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,6 +238,8 @@ class RolloutAction:
     replicas: int = 0
     #: undo: 0 means the revision before the current one
     to_revision: int = 0
+    #: promote: every remaining canary step, not only the current one
+    full: bool = False
     drive: DriveOptions = field(default_factory=DriveOptions)
 
     @property
