@@ -78,6 +78,28 @@ def deployment(
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec}
 
 
+def statefulset(
+    name: str,
+    *,
+    replicas: int,
+    annotations: dict[str, str] | None = None,
+    pod_spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """StatefulSet ``name``, its pods labelled app=NAME and Ready 1 s after they start unless ``annotations``
+    say otherwise (``pod_spec``: e.g. ``placement(pool)``)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": pod_template(name, {READY_AFTER: "1s"} if annotations is None else annotations, spec=pod_spec),
+        },
+    }
+
+
 def daemonset(name: str, *, pod_spec: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
@@ -122,24 +144,3 @@ def pod(
 
 def eviction(name: str, namespace: str) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-
-
-def statefulset(
-    name: str,
-    *,
-    replicas: int,
-    annotations: dict[str, str] | None = None,
-    pod_spec: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """StatefulSet ``name`` (its pods labelled app=NAME; ``pod_spec``: placement and other pod fields)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
-            "template": pod_template(name, annotations, spec=pod_spec),
-        },
-    }

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+def selector_callback(_ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if not value:
         return ""
     try:
@@ -47,7 +47,7 @@ def _selector(_ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def _surge_max(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+def surge_max_callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
     from kubectl_rollout.drain.surge.decision import parse_surge_max
@@ -80,23 +80,23 @@ _selector_option = click.option(
     "-l",
     "--selector",
     default=None,
-    callback=_selector,
+    callback=selector_callback,
     metavar="SELECTOR",
     help="Select the nodes by label (e.g. node-pool=blue) instead of naming them.",
 )
 
 
-@click.command()
-@click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=complete_nodes)
-@_selector_option
-@click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
-@click.option(
+#: kubectl drain's pod options, which a campaign's drains take too
+ignore_daemonsets_option = click.option("--ignore-daemonsets", is_flag=True, help="Ignore DaemonSet-managed pods.")
+delete_emptydir_data_option = click.option(
     "--delete-emptydir-data",
     is_flag=True,
     help="Continue even if there are pods using emptyDir (local data that will be deleted when the node is drained).",
 )
-@click.option("--force", is_flag=True, help="Continue even if there are pods that do not declare a controller.")
-@click.option(
+force_option = click.option(
+    "--force", is_flag=True, help="Continue even if there are pods that do not declare a controller."
+)
+grace_period_option = click.option(
     "--grace-period",
     type=GRACE_PERIOD,
     default=-1,
@@ -104,6 +104,22 @@ _selector_option = click.option(
     help="Period of time in seconds given to each pod to terminate gracefully. If negative, the default "
     "value specified in the pod will be used.",
 )
+max_concurrent_evictions_option = click.option(
+    "--max-concurrent-evictions",
+    type=count(at_least=0),
+    default=50,
+    show_default=True,
+    help="Evictions in flight at once (requested, pod not gone yet). 0 means no limit, like kubectl.",
+)
+
+
+@click.command()
+@click.argument("nodes", nargs=-1, type=OBJECT_NAME, shell_complete=complete_nodes)
+@_selector_option
+@ignore_daemonsets_option
+@delete_emptydir_data_option
+@force_option
+@grace_period_option
 @click.option(
     "--timeout",
     default="0s",
@@ -115,7 +131,7 @@ _selector_option = click.option(
 @click.option(
     "--pod-selector",
     default=None,
-    callback=_selector,
+    callback=selector_callback,
     metavar="SELECTOR",
     help="Label selector to filter pods on the node.",
 )
@@ -141,13 +157,7 @@ _selector_option = click.option(
     help="Return large lists in chunks rather than all at once. Pass 0 to disable.",
 )
 @_dry_run_option
-@click.option(
-    "--max-concurrent-evictions",
-    type=count(at_least=0),
-    default=50,
-    show_default=True,
-    help="Evictions in flight at once (requested, pod not gone yet). 0 means no limit, like kubectl.",
-)
+@max_concurrent_evictions_option
 @click.option(
     "--node-batch",
     type=count(at_least=1),
@@ -174,7 +184,7 @@ _selector_option = click.option(
 @click.option(
     "--surge-max",
     default=None,
-    callback=_surge_max,
+    callback=surge_max_callback,
     metavar="N|P%",
     help="With --surge: at most N extra replicas per workload, or P% of its replicas (rounded up). "
     "Default 100%: as many as it has pods on the drained nodes.",

@@ -103,7 +103,7 @@ def run_in_process(
     stream = EventStream(new_job_id(), sink)
     try:
         result = run_interruptibly(
-            lambda: run_job(spec, JobContext(emit=stream.emit, cancel=cancel), cluster=cluster),
+            lambda: run_job(spec, JobContext(emit=stream.emit, cancel=cancel, job_id=stream.job_id), cluster=cluster),
             cancel,
             on_interrupt=on_interrupt,
             name=f"{spec.kind.value} job",

@@ -63,8 +63,23 @@ LAZY_COMMANDS = {
     "release": LazyCommand(
         f"{_ROLLOUT}:release", "Hand managed workload NAME back to a real Deployment, with zero pod restarts."
     ),
+    "promote": LazyCommand(
+        f"{_ROLLOUT}:promote",
+        "Move the canary of managed workload NAME past its current step (a pause, a gate, a weight).",
+    ),
+    "abort": LazyCommand(
+        f"{_ROLLOUT}:abort",
+        "Abort the canary of managed workload NAME: the stable ReplicaSet back at full size, the canary at 0.",
+    ),
+    "retry": LazyCommand(
+        f"{_ROLLOUT}:retry", "Start the aborted canary of managed workload NAME again from its first step."
+    ),
     "drain": LazyCommand(
         f"{_DRAIN}:drain", "Drain NODE... in preparation for maintenance: cordon, then evict its pods."
+    ),
+    "campaign": LazyCommand(
+        "kubectl_rollout.cli.campaign_commands:campaign",
+        "Drain a pool of nodes in waves: a budget out at once, zones, a rate, soak, hooks and windows.",
     ),
     "cordon": LazyCommand(f"{_DRAIN}:cordon", "Mark NODE... as unschedulable (new pods will not be placed there)."),
     "uncordon": LazyCommand(f"{_DRAIN}:uncordon", "Mark NODE... as schedulable."),

@@ -1,5 +1,6 @@
 """Client-side rollouts of managed workloads: ``apply``, ``set image``, ``scale``, ``status``, ``history``,
-``undo``, ``pause``, ``resume``, ``restart``, ``delete``.
+``undo``, ``pause``, ``resume``, ``restart``, ``delete``; and their canary steps: ``promote``, ``abort``,
+``retry``.
 
 Every command that changes the spec records the change in the workload's
 ConfigMap and then drives the rollout to its end (``--no-wait`` only records
@@ -31,6 +32,7 @@ from kubectl_rollout.jobs.events.rollout import ContainerImage
 from kubectl_rollout.kube.durations import parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
 from kubectl_rollout.rollout.spec import InvalidManifest
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION
 
 if TYPE_CHECKING:
     from kubectl_rollout.jobs.events.base import Envelope
@@ -171,10 +173,23 @@ def load_manifest(path: str) -> dict[str, Any]:
 @click.option(
     "-f", "--filename", required=True, metavar="FILE", help="The Deployment manifest (YAML or JSON; - for stdin)."
 )
+@click.option(
+    "--steps",
+    metavar="STEPS",
+    default=None,
+    help="Canary steps for the workload's next changes, stored in its annotation rollout-plus.io/steps "
+    "(e.g. 'setWeight 10; pause; setWeight 50; pause 5m'; see docs/canary.md). An empty string removes them.",
+)
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Print the counts each canary step gives and the peak pod count, and change nothing.",
+)
 @_drive_options
 @global_options
 @click.pass_context
-def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
+def apply(ctx: click.Context, /, filename: str, steps: str | None, plan_only: bool, **options: Any) -> None:
     """Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out.
 
     The workload is driven by this plugin, not by the Deployment controller:
@@ -193,7 +208,44 @@ def apply(ctx: click.Context, /, filename: str, **options: Any) -> None:
             f'the namespace from the provided object "{given}" does not match the namespace '
             f"\"{options['namespace']}\". You must pass '--namespace={given}' to perform this operation."
         )
+    if steps is not None:
+        annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {}) or {}
+        manifest["metadata"]["annotations"] = annotations
+        if steps.strip():
+            annotations[STEPS_ANNOTATION] = steps
+        else:
+            annotations.pop(STEPS_ANNOTATION, None)
+    if plan_only:
+        _print_canary_plan(manifest, options.get("namespace") or "default")
+        return
     _change(ctx, RolloutAction(kind=ActionKind.APPLY, manifest=manifest), options)
+
+
+def _print_canary_plan(manifest: dict[str, Any], namespace: str) -> None:
+    """The counts each step gives, from the manifest alone (nothing is read from or sent to the cluster)."""
+    from kubectl_rollout.rollout.spec import parse_workload
+    from kubectl_rollout.rollout.steps.format import parse_steps
+    from kubectl_rollout.rollout.steps.weights import plan_steps
+
+    spec = parse_workload(manifest, default_namespace=namespace)
+    text = spec.annotations.get(STEPS_ANNOTATION, "")
+    if not text.strip():
+        raise UsageError(
+            f'workload "{spec.name}" has no canary steps: give them with --steps or the annotation {STEPS_ANNOTATION}'
+        )
+    given = parse_steps(text, workload=spec.name)
+    plan = plan_steps(replicas=spec.replicas, surge=spec.max_surge, unavailable=spec.max_unavailable, steps=given)
+    click.echo(
+        f"workload/{spec.name}: {plan.replicas} replicas, at most {plan.most_pods} pods (maxSurge), at least "
+        f"{plan.least_available} available (maxUnavailable)"
+    )
+    click.echo(f"{'STEP':<6}{'':<28}{'CANARY':>7}{'STABLE':>7}{'PEAK PODS':>10}")
+    for step in plan.steps:
+        # After the last step the new revision takes every replica: shown as the step it amounts to.
+        number = str(step.index + 1) if step.index < len(given) else "end"
+        text_of = str(step.step)
+        click.echo(f"{number:<6}{text_of:<28}{step.counts.canary:>7}{step.counts.stable:>7}{step.peak_pods:>10}")
+    click.echo(f"peak: {plan.peak_pods} pods")
 
 
 @click.group("set")
@@ -367,6 +419,7 @@ def status(
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
     from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
     from kubectl_rollout.rollout import operations
+    from kubectl_rollout.rollout.canary.record_state import canary_state, step_status
 
     if output == "jsonl" and not watch:
         raise UsageError("-o jsonl prints a job's events: use it with -w (or -o json for the status once)")
@@ -379,6 +432,7 @@ def status(
     if detach:
         raise UsageError("--detach follows a rollout in the agent: use it with -w")
     report = operations.rollout_status(cluster, cluster.namespace, name)
+    step = step_status(report.record)
     if output == "json":
         record = report.record
         click.echo(
@@ -389,12 +443,15 @@ def status(
                     "generation": record.generation,
                     "message": report.message,
                     "status": record.status.as_dict(),
+                    "canary": canary_state(report.record),
                 },
                 indent=2,
             )
         )
     else:
         click.echo(report.message)
+        if step:
+            click.echo(step)
     if report.phase.failed:
         ctx.exit(1)
 
@@ -507,4 +564,66 @@ def release(ctx: click.Context, /, name: str, **flags: Any) -> None:
     click.echo(f"deployment.apps/{name} created from workload/{name}; the Deployment controller drives it again")
 
 
-COMMANDS = [apply, set_group, scale, status, history, undo, pause, resume, restart, delete, adopt, release]
+@click.command("promote")
+@click.argument("name", type=OBJECT_NAME)
+@click.option("--full", is_flag=True, help="Skip every remaining step: the new revision takes every replica.")
+@_drive_options
+@global_options
+@click.pass_context
+def promote(ctx: click.Context, /, name: str, full: bool, **options: Any) -> None:
+    """Move the canary of managed workload NAME past its current step (a pause, a gate, a weight).
+
+    The steps go on from the next one (--full: the new revision takes every
+    replica at once, inside maxSurge and maxUnavailable). A workload without
+    canary steps, or with no canary under way, is refused and nothing changes.
+    """
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
+
+    _change(ctx, RolloutAction(kind=ActionKind.PROMOTE, name=name, full=full), options)
+
+
+@click.command("abort")
+@click.argument("name", type=OBJECT_NAME)
+@_drive_options
+@global_options
+@click.pass_context
+def abort(ctx: click.Context, /, name: str, **options: Any) -> None:
+    """Abort the canary of managed workload NAME: the stable ReplicaSet back at full size, the canary at 0.
+
+    The workload stays aborted until retry or a new change of its pod
+    template; the job waits until the stable ReplicaSet is available again.
+    """
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
+
+    _change(ctx, RolloutAction(kind=ActionKind.ABORT, name=name), options)
+
+
+@click.command("retry")
+@click.argument("name", type=OBJECT_NAME)
+@_drive_options
+@global_options
+@click.pass_context
+def retry(ctx: click.Context, /, name: str, **options: Any) -> None:
+    """Start the aborted canary of managed workload NAME again from its first step."""
+    from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
+
+    _change(ctx, RolloutAction(kind=ActionKind.RETRY, name=name), options)
+
+
+COMMANDS = [
+    apply,
+    set_group,
+    scale,
+    status,
+    history,
+    undo,
+    pause,
+    resume,
+    restart,
+    delete,
+    adopt,
+    release,
+    promote,
+    abort,
+    retry,
+]

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter
+from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.views.rollout import RolloutView, fold
@@ -109,13 +110,74 @@ def _finished(event: ev.RolloutFinished, view: RolloutView) -> Iterator[Line]:
     yield from _closed_pass(view)
     if event.outcome in (ev.RolloutOutcome.ERROR, ev.RolloutOutcome.RECORDED):
         return  # an error is the command's to print (once, kubectl-style); a recorded change said so already
-    if event.outcome is ev.RolloutOutcome.PAUSED:
+    if event.outcome is ev.RolloutOutcome.PAUSED or (event.succeeded and event.outcome is ev.RolloutOutcome.ABORTED):
         yield "err", event.message
     elif not event.succeeded:
         yield "err", f"error: {event.message}"
 
 
+# --- canary steps -------------------------------------------------------------------------
+
+
+def _step_started(event: cev.StepStarted, _view: RolloutView) -> Iterator[Line]:
+    yield "out", f"step {event.step}/{event.steps}: {event.text}, {event.canary}/{event.replicas} pods"
+
+
+def _step_reached(event: cev.StepReached, _view: RolloutView) -> Iterator[Line]:
+    yield (
+        "err",
+        f"  step {event.step}/{event.steps} reached: {event.canary} canary, {event.stable} stable pods available",
+    )
+
+
+def _paused_at_step(event: cev.PausedAtStep, _view: RolloutView) -> Iterator[Line]:
+    yield "out", f"step {event.step}/{event.steps}: paused ({event.text}) until promoted"
+
+
+def _gate_started(event: cev.GateStarted, _view: RolloutView) -> Iterator[Line]:
+    yield "err", f"  step {event.step}/{event.steps}: running {event.text}"
+
+
+def _gate_ran(event: cev.GateRan, _view: RolloutView) -> Iterator[Line]:
+    if event.ok:
+        verdict = "passed"
+    elif event.exit_code is None:
+        verdict = f"failed (did not finish); on failure: {event.on_failure}"
+    else:
+        verdict = f"failed with exit code {event.exit_code}; on failure: {event.on_failure}"
+    last = event.output.strip().splitlines()[-1:] if event.output.strip() else []
+    # The command's own words, but never its terminal escapes: a gate's output is not ours to trust.
+    said = "".join(c if c.isprintable() else "?" for c in last[0][:200]) if last else ""
+    yield "out", f"step {event.step}/{event.steps}: gate {verdict}" + (f" ({said})" if said else "")
+
+
+def _promoted(event: cev.Promoted, _view: RolloutView) -> Iterator[Line]:
+    past = "every remaining step" if event.full else f"step {event.step}/{event.steps}"
+    yield "out", f"workload/{event.workload} promoted past {past}"
+
+
+def _aborted(event: cev.Aborted, _view: RolloutView) -> Iterator[Line]:
+    yield "out", f"workload/{event.workload} canary aborted at step {event.step}/{event.steps}: {event.reason}"
+
+
+def _retried(event: cev.Retried, _view: RolloutView) -> Iterator[Line]:
+    yield "out", f"workload/{event.workload} canary retried from step 1/{event.steps}"
+
+
+def _steps_done(event: cev.StepsDone, _view: RolloutView) -> Iterator[Line]:
+    yield "out", f"steps done ({event.steps}): the new revision takes every replica"
+
+
 ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
+    cev.StepStarted: _step_started,
+    cev.StepReached: _step_reached,
+    cev.PausedAtStep: _paused_at_step,
+    cev.GateStarted: _gate_started,
+    cev.GateRan: _gate_ran,
+    cev.Promoted: _promoted,
+    cev.Aborted: _aborted,
+    cev.Retried: _retried,
+    cev.StepsDone: _steps_done,
     **API_FORMATTERS,
     ev.RolloutProgressed: _progressed,
     ev.ScaleDownHeldByPdb: _held_by_pdb,

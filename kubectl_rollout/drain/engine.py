@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +34,7 @@ from kubectl_rollout.drain.node_events import record_node_event
 from kubectl_rollout.drain.pod_filters import (
     DaemonSetLookup,
     FilterOptions,
+    PodFilter,
     judge,
     make_filters,
     summarize_errors,
@@ -166,7 +167,9 @@ def _ref(pod: Any, node: str) -> PodRef:
 
 
 @dataclass
-class _NodeOutcome:
+class NodeOutcome:
+    """How one node's drain ended: its evicted pods, or why not and which pods it left."""
+
     node: str
     ok: bool
     evicted: list[Any] = field(default_factory=list)
@@ -180,9 +183,13 @@ class DrainEngine:
         cluster: Cluster,
         options: DrainOptions,
         context: JobContext,
+        *,
+        extra_filters: Sequence[PodFilter] = (),
     ) -> None:
         self.cluster = cluster
         self.options = options
+        #: judged after kubectl's own, as kubectl's ``AdditionalFilters`` are (a campaign's per-pod rules)
+        self.extra_filters = tuple(extra_filters)
         self.emit = context.emit
         self.cancel = context.cancel
         # The evictor's events pass through here first (a surged workload's count follows its evictions).
@@ -313,7 +320,10 @@ class DrainEngine:
             delete_emptydir_data=self.options.delete_emptydir_data,
             skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
         )
-        filters = make_filters(filter_options, self._daemonset_lookups(pods), datetime.now(UTC))
+        filters = [
+            *make_filters(filter_options, self._daemonset_lookups(pods), datetime.now(UTC)),
+            *self.extra_filters,
+        ]
         judged = [(pod, judge(pod, filters)) for pod in pods]
         return pods, judged
 
@@ -414,8 +424,8 @@ class DrainEngine:
                 for node in nodes:
                     self.cordon(node)
                 for node in nodes:
-                    with self._surging([node]):
-                        outcome = self._drain_node(node)
+                    with self.surging([node]):
+                        outcome = self.drain_node(node)
                     (drained if outcome.ok else failed).append(node.metadata.name)
             else:
                 for index in range(0, len(nodes), batch):
@@ -429,10 +439,10 @@ class DrainEngine:
                     for node in group:
                         self.cordon(node)
                     with (
-                        self._surging(group),
+                        self.surging(group),
                         ThreadPoolExecutor(max_workers=len(group), thread_name_prefix="node") as pool,
                     ):
-                        outcomes = list(pool.map(self._drain_node, group))
+                        outcomes = list(pool.map(self.drain_node, group))
                     for outcome in outcomes:
                         (drained if outcome.ok else failed).append(outcome.node)
                     more_to_come = index + batch < len(nodes)
@@ -447,7 +457,7 @@ class DrainEngine:
         return finished
 
     @contextlib.contextmanager
-    def _surging(self, nodes: list[Any]) -> Iterator[None]:
+    def surging(self, nodes: list[Any]) -> Iterator[None]:
         """--surge around draining these (cordoned) nodes: raise before, restore after, whatever happens."""
         if self.surge_max is None or self.options.dry_run is not DryRun.NONE or self.options.disable_eviction:
             yield
@@ -502,7 +512,7 @@ class DrainEngine:
             drain_events.WorkloadsAvailable(workloads=tuple(sorted(workloads)), seconds=time.monotonic() - started)
         )
 
-    def _drain_node(self, node: Any) -> _NodeOutcome:
+    def drain_node(self, node: Any) -> NodeOutcome:
         name = node.metadata.name
         started = time.monotonic()
         deadline = started + self.options.timeout if self.options.timeout > 0 else None
@@ -527,7 +537,7 @@ class DrainEngine:
             for pod in to_remove:
                 self.emit(PodEvicted(pod=_ref(pod, name), method=self.evictor.method, dry_run=dry_run))
             self.emit(drain_events.NodeDrained(node=name, evicted=len(to_remove), seconds=0.0, dry_run=dry_run))
-            return _NodeOutcome(node=name, ok=True)
+            return NodeOutcome(node=name, ok=True)
 
         node_pods = WatchedCollection(
             self.cluster.core.list_pod_for_all_namespaces,
@@ -557,7 +567,7 @@ class DrainEngine:
             record_node_event(
                 self.cluster, node, reason="Drained", message=f"Node drained: {len(to_remove)} pods removed"
             )
-        return _NodeOutcome(node=name, ok=True, evicted=to_remove)
+        return NodeOutcome(node=name, ok=True, evicted=to_remove)
 
     def _remove(self, pod: Any, ref: PodRef, node_pods: WatchedCollection, deadline: float | None) -> PodFailed | None:
         # --surge: a surged workload's pods go once its extra pods are Ready (or its surge was given up).
@@ -566,7 +576,7 @@ class DrainEngine:
             surges.wait_until_settled(ref, deadline)
         return self.evictor.remove(pod, ref, node_pods, deadline)
 
-    def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> _NodeOutcome:
+    def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> NodeOutcome:
         reason = drain_events.join_errors(reasons)
         name = node.metadata.name
         cordoned = self.options.dry_run is DryRun.NONE
@@ -578,4 +588,4 @@ class DrainEngine:
         self.emit(
             drain_events.NodeDrainFailed(node=name, reasons=tuple(reasons), pending=tuple(pending), cordoned=cordoned)
         )
-        return _NodeOutcome(node=name, ok=False, reason=reason, pending=pending)
+        return NodeOutcome(node=name, ok=False, reason=reason, pending=pending)

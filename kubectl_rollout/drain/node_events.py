@@ -7,18 +7,12 @@ still gets the drain.
 
 from __future__ import annotations
 
-import logging
-import socket
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube import object_events
 from kubectl_rollout.kube.cluster_access import Cluster
-
-log = logging.getLogger(__name__)
 
 REPORTING_CONTROLLER = "rollout-plus.kubectl.io/drain"
 
@@ -33,25 +27,16 @@ def record_event(
     warning: bool = False,
 ) -> None:
     """One Event of the drain about ``involved``, kept in ``namespace``; best effort."""
-    now = datetime.now(UTC)
-    event = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{involved.name}.", namespace=namespace),
-        involved_object=involved,
+    object_events.record_event(
+        cluster,
+        involved,
+        namespace=namespace,
         reason=reason,
         message=message,
-        type="Warning" if warning else "Normal",
-        source=client.V1EventSource(component="kubectl-rollout-plus"),
-        reporting_component=REPORTING_CONTROLLER,
-        reporting_instance=socket.gethostname(),
         action="Drain",
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
+        reporting_controller=REPORTING_CONTROLLER,
+        warning=warning,
     )
-    try:
-        call_with_retry(cluster.core.create_namespaced_event, namespace, event)
-    except (ApiException, OSError) as err:
-        log.debug("could not record event %s on %s %s: %s", reason, involved.kind, involved.name, err)
 
 
 def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str, warning: bool = False) -> None:

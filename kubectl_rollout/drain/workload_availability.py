@@ -86,8 +86,10 @@ def wait_until_available(
     timeout: float | None,
     cancel: threading.Event | None,
     on_waiting: Callable[[list[WorkloadAvailability]], None],
+    stay_available_for: float = 0.0,
 ) -> list[WorkloadAvailability]:
-    """Block until every workload is fully available (or deleted).
+    """Block until every workload is fully available (or deleted), and has stayed so for
+    ``stay_available_for`` seconds (a campaign's soak: a workload that drops out starts the count again).
 
     Returns the descriptions of those still unavailable when the timeout or a
     cancel ended the wait; an empty list on success.
@@ -116,15 +118,27 @@ def wait_until_available(
         if waiting:
             on_waiting(describe(waiting, collections))
         deadline = None if timeout is None else time.monotonic() + timeout
-        while waiting:
-            remaining = None if deadline is None else deadline - time.monotonic()
+        steady_since: float | None = None
+        while True:
+            now = time.monotonic()
+            if not waiting:
+                steady_since = now if steady_since is None else steady_since
+                if now - steady_since >= stay_available_for:
+                    return []
+            remaining = None if deadline is None else deadline - now
             if (remaining is not None and remaining <= 0) or (cancel is not None and cancel.is_set()):
                 return describe(waiting, collections)
-            # Woken by any watch; the 1 s cap only serves the cancel flag and the deadline.
-            changed.wait(min(1.0, remaining) if remaining is not None else 1.0)
+            # Woken by any watch (or the soak's end); the 1 s cap only serves the cancel flag and the deadline.
+            pause = 1.0 if remaining is None else min(1.0, remaining)
+            if steady_since is not None:
+                pause = min(pause, steady_since + stay_available_for - now)
+            changed.wait(max(pause, 0.0))
             changed.clear()
-            waiting = pending()
-        return []
+            before, waiting = waiting, pending()
+            if waiting:
+                steady_since = None
+                if not before:  # one dropped out during the soak: say so, the count starts again
+                    on_waiting(describe(waiting, collections))
     finally:
         for collection in collections.values():
             collection.stop()

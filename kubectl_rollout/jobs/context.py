@@ -25,6 +25,8 @@ class JobContext:
     #: agent) passes one that stays the same across its restarts, so that a resumed job takes back the Lease it
     #: held at once instead of waiting for it to lapse. None: one of this process's own.
     lease_holder: str | None = None
+    #: the job's id, for what the job hands to others (a campaign's hooks get it in their environment)
+    job_id: str = ""
 
     @property
     def cancelled(self) -> bool:

@@ -12,6 +12,7 @@ import dataclasses
 import enum
 import json
 import math
+import re
 import threading
 import types
 import typing
@@ -31,6 +32,7 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 
 class JobKind(enum.StrEnum):
+    CAMPAIGN = "campaign"
     DRAIN = "drain"
     RESTART = "restart"
     ROLLOUT = "rollout"
@@ -89,6 +91,91 @@ class DrainJob:
     plan_only: bool = False
 
 
+class NodeOrder(enum.StrEnum):
+    """In which order a campaign takes its nodes."""
+
+    #: fewest pods to remove first (then by name)
+    LEAST_LOADED = "least-loaded"
+    #: as named, then as the selector lists them
+    GIVEN = "given"
+
+
+class OnBlocked(enum.StrEnum):
+    """What a campaign does with a node that cannot be drained within its bound (``--timeout``)."""
+
+    #: no bound: wait for as long as it takes
+    WAIT = "wait"
+    #: uncordon it, report it, go on with the others
+    SKIP = "skip"
+    #: leave it cordoned and labelled (``rollout-plus.io/campaign-kept``), report it, go on
+    KEEP = "keep"
+    #: drain it again with ``--surge`` (extra replicas first); kept as with ``keep`` if that fails too
+    SURGE = "surge"
+
+
+class OnHookFailure(enum.StrEnum):
+    """What a campaign does when a hook exits non-zero."""
+
+    #: stop the campaign (the node stays as it is)
+    STOP = "stop"
+    #: leave the node (a pre-hook: never cordoned; an after-hook: left cordoned), go on with the others
+    SKIP = "skip"
+
+
+class AtWindowEnd(enum.StrEnum):
+    """What the nodes in progress do when the window closes (none starts after it)."""
+
+    #: their drains go on to the end
+    FINISH = "finish"
+    #: their drains stop; the nodes stay cordoned and are drained again at the next window
+    STOP = "stop"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignJob:
+    """Drain a pool of nodes in waves: a budget out at once, zones, a rate, soak, hooks, windows."""
+
+    #: the nodes by name; a selector adds the nodes it picks (the CLI resolves it into this list at submission,
+    #: so that the job claims every node from its start)
+    nodes: tuple[str, ...] = ()
+    selector: str = ""
+    #: nodes out at once: "N" or "P%" of the campaign's nodes (a percentage rounds up, as karpenter's)
+    budget: str = "1"
+    #: one zone (topology.kubernetes.io/zone) at a time
+    per_zone: bool = False
+    #: nodes of one zone in a wave at most: "N" or "P%" of that zone's nodes; "" for no such cap
+    zone_budget: str = ""
+    #: "N/PERIOD": at most N nodes start per PERIOD; "" for no rate
+    rate: str = ""
+    #: seconds the workloads that lost pods must stay fully available after a wave, before the next one
+    soak: float = 0.0
+    order: NodeOrder = NodeOrder.LEAST_LOADED
+    #: "[DAYS] START-END [ZONE]" each; none: always open
+    windows: tuple[str, ...] = ()
+    at_window_end: AtWindowEnd = AtWindowEnd.FINISH
+    #: commands run with ``sh -c`` before and after each node (ROLLOUT_PLUS_NODE, ROLLOUT_PLUS_JOB set)
+    pre_hook: str = ""
+    post_hook: str = ""
+    #: seconds a hook may run before it counts as failed
+    hook_timeout: float = 600.0
+    on_hook_failure: OnHookFailure = OnHookFailure.STOP
+    #: labels set on a node before its cordon, and after its drain: "key=value", or "key-" to remove one
+    pre_labels: tuple[str, ...] = ()
+    post_labels: tuple[str, ...] = ()
+    on_blocked: OnBlocked = OnBlocked.WAIT
+    #: uncordon each node once its after-hook succeeded (False: leave it cordoned for someone else)
+    uncordon: bool = True
+    #: how each node is drained (``timeout`` is the per-node bound ``on_blocked`` acts on)
+    drain: DrainOptions = DrainOptions()
+    #: --plan: compute and emit the plan, change nothing
+    plan_only: bool = False
+    #: nodes finished before the job was interrupted (filled in by its resume, from its journal)
+    done: tuple[str, ...] = ()
+    #: nodes whose wave had started (pre-hook passed, cordoned) but that were not finished when the job was
+    #: interrupted: their pre-hook and pre-labels are not run again (filled in by its resume)
+    started: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class RestartJob:
     """Replace every pod of a workload the plugin does not own by evicting them one at a time."""
@@ -128,6 +215,10 @@ class ActionKind(enum.StrEnum):
     RESUME = "resume"
     #: ``status -w``: drive the rollout, or follow the driver that holds it
     WATCH = "watch"
+    #: canary steps (rollout/canary/): go past the current step (``full``: past every step), abort, start again
+    PROMOTE = "promote"
+    ABORT = "abort"
+    RETRY = "retry"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +238,8 @@ class RolloutAction:
     replicas: int = 0
     #: undo: 0 means the revision before the current one
     to_revision: int = 0
+    #: promote: every remaining canary step, not only the current one
+    full: bool = False
     drive: DriveOptions = field(default_factory=DriveOptions)
 
     @property
@@ -180,6 +273,7 @@ class RolloutAction:
 class JobSpec:
     kind: JobKind
     connection: Connection
+    campaign: CampaignJob | None = None
     drain: DrainJob | None = None
     restart: RestartJob | None = None
     rollout: RolloutAction | None = None
@@ -293,6 +387,17 @@ BOUNDS: dict[tuple[type, str], Bound] = {
     (DrainOptions, "surge_max"): Bound(max_length=16),
     (DrainOptions, "surge_wait"): _SECONDS,
     (DrainJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "done"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "started"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "budget"): Bound(max_length=16),
+    (CampaignJob, "zone_budget"): Bound(max_length=16),
+    (CampaignJob, "rate"): Bound(max_length=64),
+    (CampaignJob, "soak"): _SECONDS,
+    (CampaignJob, "windows"): Bound(max_items=64, items=Bound(max_length=128, what="a window")),
+    (CampaignJob, "hook_timeout"): _SECONDS,
+    (CampaignJob, "pre_labels"): Bound(max_items=64, items=Bound(max_length=317, what="a label")),
+    (CampaignJob, "post_labels"): Bound(max_items=64, items=Bound(max_length=317, what="a label")),
     (RestartJob, "workload"): Bound(max_length=300),
     (RestartJob, "grace_period"): _GRACE,
     (RestartJob, "timeout"): _SECONDS,
@@ -443,7 +548,9 @@ def check_spec(data: Any, *, path: str = "spec") -> None:
             raise SpecError(f"{path}.{other.value}", f"is required: a {kind.value} job's own section")
         if other is not kind and section is not None:
             raise SpecError(f"{path}.{other.value}", f"must be absent or null in a {kind.value} job")
-    if kind is JobKind.DRAIN:
+    if kind is JobKind.CAMPAIGN:
+        _check_campaign(data["campaign"], f"{path}.campaign")
+    elif kind is JobKind.DRAIN:
         drain = data["drain"]
         nodes, selector = drain.get("nodes") or [], drain.get("selector") or ""
         if not nodes and not selector:
@@ -461,3 +568,19 @@ def check_spec(data: Any, *, path: str = "spec") -> None:
             raise SpecError(f"{path}.rollout.manifest", "is required by apply: the Deployment manifest")
         if action is not ActionKind.APPLY and not rollout.get("name"):
             raise SpecError(f"{path}.rollout.name", f"is required by {action.value}: the workload's name")
+
+
+_CAMPAIGN_BUDGET = re.compile(r"[1-9]\d{0,8}|([1-9]\d?|100)%")
+
+
+def _check_campaign(campaign: dict[str, Any], path: str) -> None:
+    """What a campaign's own fields must be beyond their types. The windows, the rate and the labels are read
+    by the campaign's body before any write (``campaign.settings``): this module may not import it."""
+    if not campaign.get("nodes") and not campaign.get("selector"):
+        raise SpecError(f"{path}.nodes", "a campaign needs node names or a selector (campaign.selector)")
+    for name in ("budget", "zone_budget"):
+        value = campaign.get(name, "1" if name == "budget" else "")
+        if (value or name == "budget") and not _CAMPAIGN_BUDGET.fullmatch(value):
+            raise SpecError(
+                f"{path}.{name}", f"must be a count from 1 or a percentage from 1% to 100%, not {_shown(value)}"
+            )

@@ -134,3 +134,10 @@ def selector_to_string(selector: Mapping[str, Any]) -> str:
         elif operator == "DoesNotExist":
             parts.append(f"!{key}")
     return ",".join(parts)
+
+
+def check_label(key: str, value: str | None) -> None:
+    """A label as the API server would take it on an object (``value`` None: the key alone, to remove it)."""
+    _check_key(key)
+    if value is not None:
+        _check_value(value)

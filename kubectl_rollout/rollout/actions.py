@@ -11,6 +11,8 @@ and the next driver (``status -w``) carries on from it.
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs.context import JobContext
@@ -22,8 +24,9 @@ from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.kube.record_names import driver_lease_name
-from kubectl_rollout.kube.workload_lease import refuse_while_held_for_a_purpose
+from kubectl_rollout.kube.workload_lease import LeaseHeld, refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
+from kubectl_rollout.rollout.canary import commands as canary_commands
 from kubectl_rollout.rollout.driver import RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.permissions import rollout_permissions
@@ -98,6 +101,8 @@ def _run(
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
     refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
+    if kind in (ActionKind.PROMOTE, ActionKind.ABORT, ActionKind.RETRY):
+        return _canary_command(cluster, action, namespace, context)
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")
@@ -124,6 +129,37 @@ def _run(
         )
     result = drive(cluster, record.namespace, record.name, action.drive, context)
     return _finished(record.name, record.namespace, result)
+
+
+def _canary_command(cluster: Cluster, action: RolloutAction, namespace: str, context: JobContext) -> ev.RolloutFinished:
+    """promote, abort, retry: record it, then drive the workload, unless another driver holds it (that one
+    carries it out within a second: it watches the record)."""
+    name, emit = action.name, context.emit
+    if action.kind is ActionKind.PROMOTE:
+        record = canary_commands.promote(cluster, namespace, name, emit, full=action.full)
+    elif action.kind is ActionKind.ABORT:
+        record = canary_commands.abort(cluster, namespace, name, emit)
+    else:
+        record = canary_commands.retry(cluster, namespace, name, emit)
+    if not action.drive.wait:
+        return ev.RolloutFinished(
+            workload=name, namespace=namespace, succeeded=True, outcome=ev.RolloutOutcome.RECORDED, message="recorded"
+        )
+    try:
+        result = drive(cluster, record.namespace, name, action.drive, context)
+    except LeaseHeld as held:
+        return ev.RolloutFinished(
+            workload=name,
+            namespace=namespace,
+            succeeded=True,
+            outcome=ev.RolloutOutcome.RECORDED,
+            message=f"recorded; the driver that holds the workload ({held.holder or 'another process'}) carries "
+            f"it out; follow it with {command('status', name, '-w')}",
+        )
+    if action.kind is ActionKind.ABORT and result.outcome is ev.RolloutOutcome.ABORTED:
+        # What abort asked for: the stable ReplicaSet back at full size.
+        result = dataclasses.replace(result, succeeded=True)
+    return _finished(name, record.namespace, result)
 
 
 def _finished(name: str, namespace: str, result: RolloutResult) -> ev.RolloutFinished:

@@ -32,8 +32,10 @@ from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, driver_lease_name,
 from kubectl_rollout.kube.watched_collection import Transform, WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
 from kubectl_rollout.rollout import operations, replica_sets
+from kubectl_rollout.rollout.canary.driving import CanaryPass, CanaryWalker
 from kubectl_rollout.rollout.plan import (
     Action,
+    CanaryGoal,
     CopyAnnotations,
     CreateReplicaSet,
     DeleteReplicaSet,
@@ -62,6 +64,7 @@ from kubectl_rollout.rollout.state import (
     status_message,
     sync_rollout_status,
 )
+from kubectl_rollout.rollout.steps.weights import Counts
 from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
 
 #: waiting reasons that mean a new pod will not start without a change to the workload
@@ -145,6 +148,10 @@ class RolloutDriver:
         self._created: set[str] = set()
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
+        #: the workload's canary steps, when it has some
+        self._canary = CanaryWalker(cluster, name, context.emit, wake=self._wake.set)
+        #: when the canary's timed pause ends (epoch seconds), if one runs: the loop wakes then, not up to 1 s later
+        self._pause_ends_at: float | None = None
 
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
@@ -250,16 +257,21 @@ class RolloutDriver:
                     )
                 self._wait_for_change()
         finally:
+            self._canary.stop()
             for collection in watches:
                 collection.stop()
             lease.release()
 
     def _wait_for_change(self) -> None:
-        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick)."""
+        """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick);
+        sooner when a canary's timed pause ends before."""
+        tick = 1.0
+        if self._pause_ends_at is not None:
+            tick = min(tick, max(0.0, self._pause_ends_at - time.time()))
         if self.paused is None:
-            self._wake.wait(1.0)
+            self._wake.wait(tick)
             return
-        until = time.monotonic() + 1.0
+        until = time.monotonic() + tick
         while time.monotonic() < until:
             if self._wake.wait(0.1) or self.paused.is_set() != self._paused_by_switch:
                 return
@@ -293,12 +305,29 @@ class RolloutDriver:
         mine = replica_sets.owned(all_rs, record)
         managed = [replica_sets.to_managed(rs) for rs in mine]
         template_hash = replica_sets.current_identity(self.cluster, record)
-        new, _old = split(template_hash, managed)
+        new, old = split(template_hash, managed)
         new_rs = next((rs for rs in mine if new is not None and rs.metadata.name == new.name), None)
         target = record.target()
         views = [replica_sets.to_view(rs) for rs in mine]
         new_view = next((v for v in views if new is not None and v.name == new.name), None)
         now = time.time()
+        canary = CanaryPass()
+        if spec.paused:
+            # Paused, the steps wait; the plan must still know a canary holds its counts.
+            stable = self._canary.under_way(record, template_hash=template_hash)
+            if stable is not None:
+                canary = CanaryPass(goal=Counts(canary=0, stable=0), stable=stable, holding=True)
+        else:
+            try:
+                canary = self._canary.pass_(record, template_hash=template_hash, new=new, old=old, now=now)
+            except StaleRecord:
+                return None  # the watch has not caught up with a write (ours, or a promote's); the next pass will
+            self._pause_ends_at = canary.until
+            if canary.wrote:
+                return None  # the canary's state changed: decide again on the record as the watch brings it
+            if canary.holding:
+                # A pause, a gate or an abort waits for time or a person: no progress deadline runs meanwhile.
+                target = dataclasses.replace(target, paused=True)
         status = sync_rollout_status(target, views, new_view, record.status, now)
         status = self._pod_failures(status, new_rs, pods, now)
 
@@ -320,6 +349,7 @@ class RolloutDriver:
             status_replicas=status.replicas,
             old_pods_running=running,
             complete=is_complete(target, status),
+            canary=CanaryGoal(counts=canary.goal, stable=canary.stable) if canary.goal is not None else None,
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
         self._done = []
@@ -354,7 +384,12 @@ class RolloutDriver:
                 outcome=RolloutOutcome.PAUSED,
                 paused=True,
             )
-        if phase.done and not actions:
+        if canary.end is not None and not actions and not phase.failed:
+            paused = canary.end.outcome is RolloutOutcome.PAUSED
+            return RolloutResult(
+                succeeded=paused, message=canary.end.message, outcome=canary.end.outcome, paused=paused
+            )
+        if phase.done and not actions and (phase.failed or canary.goal is None):
             if self._rolled_back_to is not None:
                 revision, rs_name = self._rolled_back_to
                 self.emit(

@@ -19,6 +19,7 @@ import time
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.events.canary import StepStarted
 from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.holder_identity import holder_verdict
@@ -26,6 +27,7 @@ from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
 from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.canary.record_state import step_started
 from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
 from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
 from kubectl_rollout.rollout.record import from_config_map
@@ -61,6 +63,8 @@ class _Follower:
         self.reported = ""
         #: the last status seen, whose conditions were reported
         self.status = RolloutStatus()
+        #: the canary's step as last reported (None: no canary under way)
+        self.step: StepStarted | None = None
 
     def follow(
         self, until: float, deadline: float | None, timeout: float | None, *, holder: str = ""
@@ -106,6 +110,10 @@ class _Follower:
                 for change in condition_changes(self.name, self.status, record.status):
                     self.emit(change)
                 self.status = record.status
+                started = step_started(record)
+                if started is not None and started != self.step:
+                    self.emit(started)
+                self.step = started
                 if message != self.reported:
                     mine = replica_sets.owned(rs_watch.snapshot(), record)
                     current = replica_sets.current_identity(self.cluster, record)

@@ -15,6 +15,9 @@ from __future__ import annotations
 from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 from kubectl_rollout.kube.permissions import Permission
 
+#: the commands that act on a canary's steps, not on the workload's spec
+CANARY_COMMANDS = frozenset({ActionKind.PROMOTE, ActionKind.ABORT, ActionKind.RETRY})
+
 
 def _each(verbs: str, resource: str, namespace: str, *, group: str = "") -> list[Permission]:
     return [Permission(verb, resource, group=group, namespace=namespace) for verb in verbs.split()]
@@ -34,7 +37,10 @@ def driving_permissions(namespace: str) -> list[Permission]:
 def rollout_permissions(action: RolloutAction, namespace: str) -> list[Permission]:
     """What ``action`` needs in ``namespace``: the record's reads and writes, then driving unless ``--no-wait``."""
     needed = [Permission("get", "configmaps", namespace=namespace)]
-    if action.kind is not ActionKind.WATCH:
+    if action.kind in CANARY_COMMANDS:
+        # promote, abort and retry patch the canary's state on the record
+        needed += _each("patch", "configmaps", namespace)
+    elif action.kind is not ActionKind.WATCH:
         # a spec change replaces the record (update); apply creates it the first time
         needed += _each("create update" if action.kind is ActionKind.APPLY else "update", "configmaps", namespace)
     if action.kind is ActionKind.UNDO:

@@ -23,6 +23,7 @@ from kubectl_rollout.rollout.replica_math import (
     scale_writes,
 )
 from kubectl_rollout.rollout.spec import WorkloadSpec
+from kubectl_rollout.rollout.steps.weights import Counts, Side, next_counts, side
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,8 +255,12 @@ def plan(
     status_replicas: int,
     old_pods_running: bool,
     complete: bool,
+    canary: CanaryGoal | None = None,
 ) -> list[Action]:
-    """The actions of one sync. An empty list means: nothing to do until something changes."""
+    """The actions of one sync. An empty list means: nothing to do until something changes.
+
+    ``canary``: a canary step is under way: the new ReplicaSet aims at its count, the stable one at the rest
+    (``_canary``), instead of the new one taking every replica."""
     new, old = split(template_hash, replica_sets)
     if new is not None and new.min_ready_seconds is not None and new.min_ready_seconds != spec.min_ready_seconds:
         # getNewReplicaSet, first thing in every sync (paused too): the existing new ReplicaSet is brought up
@@ -265,9 +270,10 @@ def plan(
     if new is not None and copied:
         # getNewReplicaSet: the workload's annotations (a new change-cause, say) go to the new ReplicaSet.
         return [CopyAnnotations(new.name, copied)]
-    if spec.paused or is_scaling_event(spec, replica_sets):
+    if (spec.paused and canary is None) or is_scaling_event(spec, replica_sets):
         # syncDeployment: a paused workload always goes through sync (scale, then history cleanup), so that
         # one paused at 0 replicas still scales up; a scaling event does the same before any rollout step.
+        # A paused canary is not filled up to replicas + maxSurge: its step's counts stay as they are.
         writes = scale(spec, template_hash, replica_sets, status_replicas=status_replicas)
         if writes:
             return writes
@@ -277,11 +283,56 @@ def plan(
     if new is not None and new.revision != max((rs.revision for rs in replica_sets), default=0):
         # An old template came back (undo): its ReplicaSet becomes the newest revision.
         return [SetRevision(new.name, next_revision)]
-    return (
-        _recreate(spec, new, old, next_revision, old_pods_running, complete)
-        if not spec.rolling
-        else _rolling(spec, new, old, next_revision, complete)
+    if not spec.rolling:
+        return _recreate(spec, new, old, next_revision, old_pods_running, complete)
+    if canary is not None:
+        return _canary(spec, new, old, next_revision, canary)
+    return _rolling(spec, new, old, next_revision, complete)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanaryGoal:
+    """What a canary step aims at: ``counts`` of the new ReplicaSet and of ``stable`` (an old one, by name)."""
+
+    counts: Counts
+    stable: str
+
+
+def _side(rs: ManagedReplicaSet | None) -> Side:
+    return side(rs.replicas, current=rs.current, available=rs.available) if rs is not None else side(0)
+
+
+def _canary(
+    spec: WorkloadSpec,
+    new: ManagedReplicaSet | None,
+    old: list[ManagedReplicaSet],
+    next_revision: int,
+    goal: CanaryGoal,
+) -> list[Action]:
+    """One move towards a canary step's counts, inside maxSurge / maxUnavailable (``canary.weights``); the
+    other old ReplicaSets go to 0 first."""
+    stable = next((rs for rs in old if rs.name == goal.stable), None)
+    others = [rs for rs in old if rs is not stable and max(rs.replicas, rs.current) > 0]
+    counts = next_counts(
+        replicas=spec.replicas,
+        surge=spec.max_surge,
+        unavailable=spec.max_unavailable,
+        goal=goal.counts,
+        canary=_side(new),
+        stable=_side(stable),
+        others=[_side(rs) for rs in others],
     )
+    if new is None:
+        return [CreateReplicaSet(counts.canary, next_revision)]
+    actions: list[Action] = []
+    if counts.canary != new.replicas:
+        actions.append(ScaleReplicaSet(new.name, counts.canary))
+    if stable is not None and counts.stable != stable.replicas:
+        actions.append(ScaleReplicaSet(stable.name, counts.stable))
+    actions += [
+        ScaleReplicaSet(rs.name, size) for rs, size in zip(others, counts.others, strict=True) if size != rs.replicas
+    ]
+    return actions
 
 
 def _pods_held(rs: ManagedReplicaSet) -> int:

@@ -27,6 +27,9 @@ from kubectl_rollout.rollout.state import RolloutStatus, Target
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "kubectl-rollout-plus"
 CHANGE_CAUSE = "kubernetes.io/change-cause"
+#: the record's keys a spec change carries over as they are: a canary's state (rollout/canary/) outlives the
+#: change that ends it (an undo returns to its stable ReplicaSet; a new change replaces its stable one)
+KEPT_ACROSS_SPEC_CHANGES = ("canary",)
 #: progressDeadlineSeconds of math.MaxInt32 means no deadline at all (HasProgressDeadline)
 NO_DEADLINE = 2**31 - 1
 
@@ -177,6 +180,10 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
     generation = next_generation(previous.manifest, manifest, previous.generation)
     body = _body(manifest, generation, previous.status, spec, template)
     body["metadata"]["resourceVersion"] = previous.resource_version
+    for key in KEPT_ACROSS_SPEC_CHANGES:
+        kept = (previous.config_map.data or {}).get(key)
+        if kept is not None:
+            body["data"][key] = kept
     replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)
     return from_config_map(replaced)
 
@@ -212,10 +219,12 @@ def save_status(cluster: Cluster, record: Record, status: RolloutStatus) -> Reco
     record from a watch cache that lags its own last write gets 409 instead of
     writing an older status back (StaleRecord), and waits for the cache.
     """
-    patch = {
-        "metadata": {"resourceVersion": record.resource_version},
-        "data": {"status": json.dumps(status.as_dict(), sort_keys=True)},
-    }
+    return patch_data(cluster, record, {"status": json.dumps(status.as_dict(), sort_keys=True)})
+
+
+def patch_data(cluster: Cluster, record: Record, data: dict[str, str | None]) -> Record:
+    """Merge ``data`` into the record's (None removes a key), over the version read: StaleRecord when it changed."""
+    patch = {"metadata": {"resourceVersion": record.resource_version}, "data": data}
     try:
         patched = call_with_retry(
             cluster.core.patch_namespaced_config_map, record_name(record.name), record.namespace, patch

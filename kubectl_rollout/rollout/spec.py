@@ -25,6 +25,7 @@ from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.label_selectors import selector_matches_dict
 from kubectl_rollout.kube.names import DNS_SUBDOMAIN, MAX_NAME_LENGTH
 from kubectl_rollout.kube.record_names import RECORD_PREFIX
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, InvalidSteps, parse_steps
 
 _PERCENT = re.compile(r"^(\d+)%$")
 
@@ -135,6 +136,7 @@ def parse_workload(document: Mapping[str, Any], *, default_namespace: str) -> Wo
         label = f'Deployment "{name}"' if name else "Deployment"
         joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
         raise InvalidManifest(f"{label} is invalid: {joined}")
+    _check_steps(metadata.get("annotations") or {}, name, strategy_type)
     return WorkloadSpec(
         name=name,
         namespace=namespace,
@@ -151,6 +153,20 @@ def parse_workload(document: Mapping[str, Any], *, default_namespace: str) -> Wo
         labels=dict(metadata.get("labels") or {}),
         annotations=dict(metadata.get("annotations") or {}),
     )
+
+
+def _check_steps(annotations: Mapping[str, Any], name: str, strategy_type: str) -> None:
+    """Canary steps (the annotation) parse, and come with a RollingUpdate: Recreate has no room for a canary."""
+    text = annotations.get(STEPS_ANNOTATION)
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise InvalidSteps(f'workload "{name}": the annotation {STEPS_ANNOTATION} must be a string of steps')
+    if text.strip() and parse_steps(text, workload=name) and strategy_type != "RollingUpdate":
+        raise InvalidSteps(
+            f'workload "{name}" has canary steps ({STEPS_ANNOTATION}) and the {strategy_type} strategy: steps '
+            "need RollingUpdate (old and new pods side by side); nothing was changed"
+        )
 
 
 def _require_deployment(document: Mapping[str, Any], name: str) -> None:

@@ -41,10 +41,6 @@ def uids(cluster: Cluster, namespace: str, app: str) -> dict[str, str]:
     return {p.metadata.uid: p.metadata.name for p in pods if p.metadata.deletion_timestamp is None}
 
 
-def statefulset(name: str, replicas: int) -> dict[str, Any]:
-    return manifests.statefulset(name, replicas=replicas, annotations={manifests.READY_AFTER: "1s"})
-
-
 def test_deployment_pods_are_replaced_one_at_a_time_without_a_new_revision(
     cluster: Cluster, namespace: str, kubeconfig: Path
 ) -> None:
@@ -105,7 +101,7 @@ def replaced_one_at_a_time(timeline: Timeline, before: dict[str, str], key: Call
 def test_statefulset_pods_go_from_the_highest_ordinal_and_come_back_under_their_names(
     cluster: Cluster, namespace: str, kubeconfig: Path
 ) -> None:
-    cluster.apps.create_namespaced_stateful_set(namespace, statefulset("db", 3))
+    cluster.apps.create_namespaced_stateful_set(namespace, manifests.statefulset("db", replicas=3))
     watching.until(
         cluster.apps.list_namespaced_stateful_set,
         lambda s: s.metadata.name == "db" and (s.status.available_replicas or 0) == 3,

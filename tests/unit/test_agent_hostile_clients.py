@@ -183,6 +183,35 @@ def test_a_spec_field_of_the_wrong_type_or_bounds_is_refused_and_nothing_runs(
     assert job_ids(paths) == before
 
 
+@pytest.mark.parametrize(
+    ("campaign", "field", "says"),
+    [
+        ({}, "spec.campaign.nodes", "a campaign needs node names or a selector"),
+        ({"nodes": ["Node_1"]}, "spec.campaign.nodes[0]", "RFC 1123 subdomain"),
+        ({"nodes": ["a"], "done": ["b\nforged"]}, "spec.campaign.done[0]", "control characters"),
+        ({"selector": "pool in (blue"}, "spec.campaign.selector", "not a valid label selector"),
+        ({"nodes": ["a"], "budget": "0"}, "spec.campaign.budget", "a count from 1 or a percentage from 1% to 100%"),
+        ({"nodes": ["a"], "budget": "101%"}, "spec.campaign.budget", "a percentage from 1% to 100%"),
+        ({"nodes": ["a"], "soak": -1}, "spec.campaign.soak", "seconds"),
+        ({"nodes": ["a"], "on_blocked": "pray"}, "spec.campaign.on_blocked", "wait, skip, keep, surge"),
+        ({"nodes": ["a"], "drain": {"surge_max": "lots"}}, "spec.campaign.drain.surge_max", "a count or a percentage"),
+    ],
+)
+def test_a_campaign_spec_out_of_bounds_is_refused_and_nothing_runs(
+    paths: AgentPaths, campaign: dict[str, Any], field: str, says: str
+) -> None:
+    before = job_ids(paths)
+    bad = {**spec(), "kind": "campaign", "campaign": campaign}
+    bad.pop("drain", None)
+    with Raw(paths) as raw:
+        answer = raw.ask({"id": 9, "method": "submit", "params": {"spec": bad}})
+    assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, answer
+    message = answer["error"]["message"]
+    assert message.startswith(field), message
+    assert says in message
+    assert job_ids(paths) == before
+
+
 def test_a_kubeconfig_given_as_a_string_is_refused_not_split_into_characters(paths: AgentPaths) -> None:
     bad = {**spec(), "connection": {"kubeconfig": "/etc/shadow"}}
     with Raw(paths) as raw:

@@ -72,6 +72,8 @@ ACCEPTED_EDGES = {
     "--idle-timeout": {"0", str(2**31)},  # 0: exit as soon as idle
     "--limit": set(),  # a count of jobs, at least 1 (int32)
     "--from-seq": set(),  # an event's sequence number, at least 1 (int32 here: no job has more events)
+    "--soak": {"0", str(2**31)},  # 0: no soak, the next wave once the workloads are available
+    "--hook-timeout": {"0", str(2**31)},  # 0: a hook may run as long as it takes
 }
 
 

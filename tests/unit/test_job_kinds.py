@@ -11,11 +11,13 @@ import inspect
 
 import pytest
 
+from kubectl_rollout.jobs.events.campaign import NodeDone, NodeKept, NodeSkipped, WaveStarted
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.kinds import KINDS, facts_for, facts_of
 from kubectl_rollout.jobs.kinds.base import JobKindFacts, load
 from kubectl_rollout.jobs.spec import (
     ActionKind,
+    CampaignJob,
     Connection,
     DrainJob,
     DrainOptions,
@@ -30,6 +32,10 @@ CONNECTION = Connection(kubeconfig=("/k",), context="prod", namespace="shop")
 
 #: one spec of each kind that changes the cluster, and one that does not (a plan, a dry run) where there is one
 SAMPLES: dict[JobKind, tuple[JobSpec, JobSpec | None]] = {
+    JobKind.CAMPAIGN: (
+        JobSpec(kind=JobKind.CAMPAIGN, connection=CONNECTION, campaign=CampaignJob(nodes=("a", "b", "c"))),
+        JobSpec(kind=JobKind.CAMPAIGN, connection=CONNECTION, campaign=CampaignJob(nodes=("a",), plan_only=True)),
+    ),
     JobKind.DRAIN: (
         JobSpec(kind=JobKind.DRAIN, connection=CONNECTION, drain=DrainJob(nodes=("a", "b"))),
         JobSpec(kind=JobKind.DRAIN, connection=CONNECTION, drain=DrainJob(nodes=("a",), plan_only=True)),
@@ -106,3 +112,29 @@ def test_a_timeout_is_the_kinds_own() -> None:
     restart = JobSpec(kind=JobKind.RESTART, connection=CONNECTION, restart=RestartJob(workload="sts/db", timeout=5))
     assert facts_for(drain).timeout(drain) == 30
     assert facts_for(restart).timeout(restart) == 5
+
+
+def test_a_campaign_claims_every_node_and_its_resume_never_takes_a_finished_one_again() -> None:
+    spec = JobSpec(kind=JobKind.CAMPAIGN, connection=CONNECTION, campaign=CampaignJob(nodes=("a", "b", "c", "d")))
+    facts = facts_for(spec)
+    assert facts.claims(spec) == {f"prod node/{n}" for n in "abcd"}
+    assert facts.resume_reads_events
+    recorded = [
+        WaveStarted(index=1, nodes=("a", "b")),
+        NodeDone(node="a", uncordoned=True),
+        NodeSkipped(node="b", reason="pre-hook exited 1", uncordoned=False),
+        WaveStarted(index=2, nodes=("c",)),
+        NodeKept(node="c", reason="blocked"),
+    ]
+    resumed = facts.to_resume(spec, {e.TYPE for e in recorded}, recorded)
+    assert resumed.campaign is not None
+    assert resumed.campaign.done == ("a", "b", "c")
+    assert resumed.campaign.started == ()  # every node whose wave started is finished
+    assert facts.claims(resumed) == facts.claims(spec)  # the finished ones stay claimed until the campaign ends
+    cut = facts.to_resume(resumed, {WaveStarted.TYPE}, [WaveStarted(index=3, nodes=("d",))])
+    assert cut.campaign is not None
+    assert cut.campaign.started == ("d",)  # cut half-way: drained again, its pre-hook not asked again
+    again = facts.to_resume(cut, {NodeDone.TYPE}, [NodeDone(node="d", uncordoned=True)])
+    assert again.campaign is not None
+    assert again.campaign.done == ("a", "b", "c", "d")
+    assert again.campaign.started == ()

@@ -96,7 +96,7 @@ def test_every_command_is_registered() -> None:
     # cli.commands also holds the lazy commands that other tests ran
     assert set(cli.commands) - set(LAZY_COMMANDS) == eager, "other commands belong in LAZY_COMMANDS"
     rollout = {command.name for command in rollout_commands.COMMANDS}
-    assert rollout | {"drain", "cordon", "uncordon", "agent", "jobs", "tui"} == set(LAZY_COMMANDS)
+    assert rollout | {"campaign", "drain", "cordon", "uncordon", "agent", "jobs", "tui"} == set(LAZY_COMMANDS)
     context = click.Context(cli)
     assert cli.list_commands(context) == sorted(eager | set(LAZY_COMMANDS))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from kubectl_rollout.cli.rollout_output import rollout_printer
+from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.stream import EventStream
@@ -147,3 +148,65 @@ def test_endings() -> None:
     # The command prints an error itself; a recorded change needs no ending.
     assert render(finished(ev.RolloutOutcome.ERROR, "not found")) == ([], [])
     assert render(finished(ev.RolloutOutcome.RECORDED, "recorded", succeeded=True)) == ([], [])
+
+
+# --- canary steps: where the steps stand on stdout, the driver's doings on stderr ----------------------------
+
+
+def test_a_canary_that_pauses_for_promote() -> None:
+    paused = 'workload "web" is paused at step 2/3: pause, 1/10 pods; go on with kubectl rollout-plus promote web'
+    out, err = render(
+        cev.StepStarted(workload="web", step=1, steps=3, text="setWeight 10%", canary=1, stable=9, replicas=10),
+        cev.StepReached(workload="web", step=1, steps=3, text="setWeight 10%", canary=1, stable=9, replicas=10),
+        cev.StepStarted(workload="web", step=2, steps=3, text="pause", canary=1, stable=9, replicas=10),
+        cev.PausedAtStep(workload="web", step=2, steps=3, text="pause", by="step", when=1.0),
+        ev.RolloutFinished(
+            workload="web", namespace="shop", succeeded=True, outcome=ev.RolloutOutcome.PAUSED, message=paused
+        ),
+    )
+    assert out == [
+        "step 1/3: setWeight 10%, 1/10 pods",
+        "step 2/3: pause, 1/10 pods",
+        "step 2/3: paused (pause) until promoted",
+    ]
+    assert err == ["  step 1/3 reached: 1 canary, 9 stable pods available", paused]
+
+
+def test_gates_promote_abort_retry() -> None:
+    out, err = render(
+        cev.GateStarted(workload="web", step=2, steps=3, text="gate command: ./check.sh"),
+        cev.GateRan(
+            workload="web", step=2, steps=3, text="gate command: ./check.sh", ok=False, exit_code=3, output="a\nno\n"
+        ),
+        cev.Aborted(workload="web", step=2, steps=3, by="step", when=1.0, reason="gate command: ./check.sh failed"),
+        cev.Retried(workload="web", steps=3, by="alice@build-01", when=2.0),
+        cev.Promoted(workload="web", step=1, steps=3, by="alice@build-01", when=3.0),
+        cev.Promoted(workload="web", step=2, steps=3, by="alice@build-01", when=4.0, full=True),
+        cev.StepsDone(workload="web", steps=3, full=True),
+    )
+    assert out == [
+        "step 2/3: gate failed with exit code 3; on failure: abort (no)",
+        "workload/web canary aborted at step 2/3: gate command: ./check.sh failed",
+        "workload/web canary retried from step 1/3",
+        "workload/web promoted past step 1/3",
+        "workload/web promoted past every remaining step",
+        "steps done (3): the new revision takes every replica",
+    ]
+    assert err == ["  step 2/3: running gate command: ./check.sh"]
+
+
+def test_an_abort_that_restored_the_stable_says_so_without_error() -> None:
+    message = "canary aborted: ReplicaSet web-1 is back at 10 replicas"
+    _out, err = render(
+        ev.RolloutFinished(
+            workload="web", namespace="shop", succeeded=True, outcome=ev.RolloutOutcome.ABORTED, message=message
+        )
+    )
+    assert err == [message]
+
+
+def test_a_gates_output_reaches_the_terminal_without_its_escapes() -> None:
+    out, _err = render(
+        cev.GateRan(workload="web", step=1, steps=1, text="gate command: x", ok=True, output="ok \x1b[2J\x07done\n")
+    )
+    assert out == ["step 1/1: gate passed (ok ?[2J?done)"]

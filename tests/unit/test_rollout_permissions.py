@@ -31,6 +31,10 @@ def names(needed: list[Permission]) -> set[str]:
         # pause records the change and never drives, whatever --wait says
         (ActionKind.PAUSE, True, {"update configmaps"}, DRIVING),
         (ActionKind.RESUME, True, {"update configmaps"} | DRIVING, set()),
+        # promote, abort and retry patch the canary's state on the record, no spec
+        (ActionKind.PROMOTE, False, {"get configmaps", "patch configmaps"}, {"update configmaps", "create leases"}),
+        (ActionKind.ABORT, True, {"patch configmaps"} | DRIVING, {"update configmaps", "create configmaps"}),
+        (ActionKind.RETRY, True, {"patch configmaps"} | DRIVING, {"update configmaps", "create configmaps"}),
         # status -w changes no spec, but may take over the driving
         (ActionKind.WATCH, True, {"get configmaps"} | DRIVING, {"update configmaps", "create configmaps"}),
     ],

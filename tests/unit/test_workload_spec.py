@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubectl_rollout.rollout.spec import InvalidManifest, parse_workload
+from kubectl_rollout.rollout.steps.format import InvalidSteps
 from kubectl_rollout.rollout.template_hash import fnv1a_32, pod_template_hash, safe_encode
 
 BASE: dict[str, Any] = {
@@ -140,3 +141,29 @@ def test_hash_ignores_its_own_label_and_changes_with_the_template_and_collisions
     assert set(pod_template_hash(template)) <= set("bcdfghjklmnpqrstvwxz2456789")
     # Digits map to "456789bcdf": why controller hashes look like 5d8f6c7b9.
     assert safe_encode("0123456789") == "456789bcdf"
+
+
+def _with_steps(steps: Any, **spec: Any) -> dict[str, Any]:
+    document = manifest(**spec)
+    document["metadata"]["annotations"] = {"rollout-plus.io/steps": steps}
+    return document
+
+
+def test_canary_steps_are_checked_with_the_manifest() -> None:
+    assert parse_workload(_with_steps("setWeight 20; pause"), default_namespace="shop").annotations == {
+        "rollout-plus.io/steps": "setWeight 20; pause"
+    }
+    with pytest.raises(InvalidSteps, match=r"step 1 \('setWeight 101'\): weight 101% is above 100%"):
+        parse_workload(_with_steps("setWeight 101"), default_namespace="shop")
+    with pytest.raises(InvalidSteps, match="must be a string of steps"):
+        parse_workload(_with_steps(["setWeight 20"]), default_namespace="shop")
+
+
+def test_canary_steps_need_a_rolling_update() -> None:
+    with pytest.raises(InvalidSteps, match="steps need RollingUpdate"):
+        parse_workload(_with_steps("setWeight 20", strategy={"type": "Recreate"}), default_namespace="shop")
+    # an empty annotation asks for no steps
+    assert (
+        parse_workload(_with_steps("  ", strategy={"type": "Recreate"}), default_namespace="shop").strategy
+        == "Recreate"
+    )

@@ -22,17 +22,17 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kubectl_rollout.agent.host.conflicts import conflict
-from kubectl_rollout.agent.host.journal import Journal
+from kubectl_rollout.agent.host.journal import Journal, StoredEvent
 from kubectl_rollout.agent.host.live_job import Line, LiveJob
 from kubectl_rollout.agent.protocol import ErrorCode, JobInfo, ProtocolError, encode_event
 from kubectl_rollout.agent.settings import Settings
 from kubectl_rollout.job_loop.cluster_queries.queries import workload_claim
 from kubectl_rollout.job_loop.loop import run_job
 from kubectl_rollout.jobs.context import JobContext
-from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
+from kubectl_rollout.jobs.events.base import Envelope, Event, UnknownEvent, decode_dataclass
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
@@ -92,7 +92,10 @@ class JobHost:
             if info.cancel_requested:
                 self._close_unrunnable(info.id, next_seq, "cancelled before the agent stopped", cancelled=True)
                 continue
-            spec = facts_for(spec).to_resume(spec, {e.type for e in stored})
+            facts = facts_for(spec)
+            spec = facts.to_resume(
+                spec, {e.type for e in stored}, _decoded(stored) if facts.resume_reads_events else ()
+            )
             log.info("job %s (%s %s): resuming from event %d", info.id, info.kind, info.target, next_seq)
             history: list[Line] = [(e.seq, e.coalesce_key, encode_event(e.body)) for e in stored]
             # Paused before the crash: it stays paused (its JobPaused is in the history already).
@@ -127,7 +130,11 @@ class JobHost:
             self.journal.mark_running(job.id)
             assert job.stream is not None
             context = JobContext(
-                emit=job.stream.emit, cancel=job.cancel, paused=job.paused, lease_holder=self.lease_holder
+                emit=job.stream.emit,
+                cancel=job.cancel,
+                paused=job.paused,
+                lease_holder=self.lease_holder,
+                job_id=job.id,
             )
             result = run_job(spec, context, resumed=job.resumed)
             self.journal.finish(job.id, result)
@@ -279,3 +286,14 @@ class JobHost:
             job = LiveJob(info.id, spec, resumed=False, history=history)
             job.done = True
         return job
+
+
+def _decoded(stored: Sequence[StoredEvent]) -> list[Event]:
+    """A job's recorded events, for a kind whose resume reads them; those this version cannot read are left out."""
+    events = []
+    for row in stored:
+        try:
+            events.append(Event.from_dict(json.loads(row.body)))
+        except (UnknownEvent, ValueError, TypeError, KeyError):
+            log.debug("event %d of a resumed job not read", row.seq)
+    return events

@@ -180,6 +180,13 @@ def spec(value: Any, name: str) -> JobSpec:
             object_name(node, f"{name}.drain.nodes[{index}]")
         selector(decoded.drain.selector, f"{name}.drain.selector")
         drain_options(value["drain"].get("options"), f"{name}.drain.options")
+    if decoded.campaign is not None:
+        # Its budget, rate, windows and labels are the campaign's body's to read, before its first write.
+        for field_name in ("nodes", "done", "started"):
+            for index, node in enumerate(getattr(decoded.campaign, field_name)):
+                object_name(node, f"{name}.campaign.{field_name}[{index}]")
+        selector(decoded.campaign.selector, f"{name}.campaign.selector")
+        drain_options(value["campaign"].get("drain"), f"{name}.campaign.drain")
     if decoded.restart is not None:
         kind, _, workload = decoded.restart.workload.partition("/")
         if workload_kind(kind) is None:

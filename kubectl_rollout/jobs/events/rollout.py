@@ -87,6 +87,8 @@ class RolloutOutcome(enum.StrEnum):
     DELETED = "Deleted"
     #: the job could not run (not found, invalid, forbidden, ...): ``message`` says why
     ERROR = "Error"
+    #: the canary was aborted: the stable ReplicaSet is back at full size, until ``retry`` or a change
+    ABORTED = "Aborted"
 
 
 class DeleteReason(enum.StrEnum):

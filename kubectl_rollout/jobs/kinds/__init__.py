@@ -8,12 +8,13 @@ engine package with its body, its screen, and its facts module here, listed in
 from __future__ import annotations
 
 from kubectl_rollout.jobs.kinds.base import JobKindFacts
+from kubectl_rollout.jobs.kinds.campaign import CAMPAIGN
 from kubectl_rollout.jobs.kinds.drain import DRAIN
 from kubectl_rollout.jobs.kinds.restart import RESTART
 from kubectl_rollout.jobs.kinds.rollout import ROLLOUT
 from kubectl_rollout.jobs.spec import JobKind, JobSpec
 
-KINDS: dict[str, JobKindFacts] = {facts.kind.value: facts for facts in (DRAIN, RESTART, ROLLOUT)}
+KINDS: dict[str, JobKindFacts] = {facts.kind.value: facts for facts in (CAMPAIGN, DRAIN, RESTART, ROLLOUT)}
 
 
 def facts_of(kind: str | JobKind) -> JobKindFacts | None:

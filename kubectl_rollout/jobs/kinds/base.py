@@ -20,6 +20,9 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import JobKind, JobSpec
 
 
@@ -57,6 +60,9 @@ class JobKindFacts(ABC):
     pausable: ClassVar[bool]
     #: what pausing a job of the kind does, for a person
     pause_means: ClassVar[str]
+    #: whether ``to_resume`` reads the job's recorded events themselves (a campaign: which nodes it finished),
+    #: not only their types; the agent decodes them for it then
+    resume_reads_events: ClassVar[bool] = False
 
     @abstractmethod
     def target(self, spec: JobSpec) -> str:
@@ -76,5 +82,6 @@ class JobKindFacts(ABC):
         """The objects the job drives while it runs (``claim``), so that a second job on them is refused."""
 
     @abstractmethod
-    def to_resume(self, spec: JobSpec, recorded: set[str]) -> JobSpec:
-        """What an interrupted job runs when it is resumed, given the types of the events it had emitted."""
+    def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
+        """What an interrupted job runs when it is resumed, given the types of the events it had emitted (and,
+        when ``resume_reads_events``, those events)."""

@@ -9,6 +9,9 @@ from kubectl_rollout.jobs.kinds.base import JobKindFacts, claim
 from kubectl_rollout.jobs.spec import JobKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import DrainJob, JobSpec
 
 
@@ -51,7 +54,7 @@ class DrainFacts(JobKindFacts):
             return frozenset()
         return frozenset(node_claim(spec.connection.context, node) for node in drain.nodes)
 
-    def to_resume(self, spec: JobSpec, recorded: set[str]) -> JobSpec:
+    def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
         return spec  # cordoned nodes are cordoned again, evicted pods are gone: it runs as it was
 
 

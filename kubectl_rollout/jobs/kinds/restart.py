@@ -10,6 +10,9 @@ from kubectl_rollout.jobs.kinds.base import JobKindFacts, claim
 from kubectl_rollout.jobs.spec import JobKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import JobSpec, RestartJob
 
 
@@ -45,7 +48,7 @@ class RestartFacts(JobKindFacts):
             return frozenset()
         return frozenset({claim(spec.connection.context, f"{self.namespace(spec) or 'default'}/{restart.workload}")})
 
-    def to_resume(self, spec: JobSpec, recorded: set[str]) -> JobSpec:
+    def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
         # It goes on from its cutoff label (--resume): no pod is replaced twice.
         restart = _section(spec)
         if restart.resume:

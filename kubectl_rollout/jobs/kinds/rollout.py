@@ -5,11 +5,15 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, ClassVar
 
+from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.kinds.base import JobKindFacts, claim
 from kubectl_rollout.jobs.spec import ActionKind, JobKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import JobSpec, RolloutAction
 
 #: the command that runs each rollout action, as a person types it, where it is not the action's own name
@@ -37,7 +41,7 @@ class RolloutFacts(JobKindFacts):
     screen = "kubectl_rollout.tui.screens.rollout:RolloutScreen"
     view = "kubectl_rollout.jobs.views.rollout:RolloutView"
     fold = "kubectl_rollout.jobs.views.rollout:fold"
-    event_modules = ("rollout",)
+    event_modules = ("rollout", "canary")
     pausable = True
     pause_means = "the workload is paused (no rollout progress) until the job is resumed"
 
@@ -54,11 +58,13 @@ class RolloutFacts(JobKindFacts):
         name = _section(spec).workload
         return frozenset({claim(spec.connection.context, f"{self.namespace(spec) or 'default'}/workload/{name}")})
 
-    def to_resume(self, spec: JobSpec, recorded: set[str]) -> JobSpec:
+    def to_resume(self, spec: JobSpec, recorded: set[str], events: Sequence[Event] = ()) -> JobSpec:
         # A change recorded on the workload is followed to its end (status -w) rather than made again: a second
-        # restart would restart it twice. A change never recorded is made as it was asked.
+        # restart would restart it twice, a second promote would skip a step more. A change never recorded is
+        # made as it was asked.
         action = _section(spec)
-        if action.kind is ActionKind.WATCH or ev.SpecChanged.TYPE not in recorded:
+        done = {ev.SpecChanged.TYPE, cev.Promoted.TYPE, cev.Aborted.TYPE, cev.Retried.TYPE}
+        if action.kind is ActionKind.WATCH or not done & recorded:
             return spec
         watch = dataclasses.replace(
             action, kind=ActionKind.WATCH, name=action.workload, namespace=action.named_namespace, manifest=None

@@ -1,7 +1,8 @@
 """How far a job has come, and when it may end: ``done`` of ``total`` steps, and an estimate from its pace.
 
-A drain's steps are its pods (gone or failed), a restart's the pods it
-replaces, a rollout's the desired replicas that are updated and available.
+A drain's steps are its pods (gone or failed), a campaign's its nodes (done,
+skipped or kept), a restart's the pods it replaces, a rollout's the desired
+replicas that are updated and available.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events.job import JobState
-from kubectl_rollout.jobs.views import drain, restart, rollout
+from kubectl_rollout.jobs.views import campaign, drain, restart, rollout
 from kubectl_rollout.jobs.views.job import JobView
 from kubectl_rollout.jobs.views.pods import FINAL_STATES
 
@@ -29,6 +30,9 @@ class Progress:
 
 def progress_of(view: JobView) -> Progress:
     body = view.body
+    if isinstance(body, campaign.CampaignView):  # a drain's view too: its steps are its nodes, not its pods
+        finished = sum(1 for state in body.states.values() if state in campaign.FINISHED)
+        return Progress(finished, len(body.states))
     if isinstance(body, drain.DrainView):
         total = len(body.pods)
         done = sum(1 for p in body.pods.values() if p.state in FINAL_STATES)

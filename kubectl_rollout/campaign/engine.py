@@ -1,0 +1,503 @@
+"""The campaign engine: waves of nodes, each cordoned whole, then drained, soaked, handed to the after-hook.
+
+For each wave, within the window and the rate: pre-labels and pre-hook per node (a failing hook skips the
+node or stops the campaign), cordon every node of the wave (so no evicted pod lands on a node next in
+line), drain them at once with the drain engine (its eviction retries, PDB watch, per-pod verdicts and
+``--surge`` are the campaign's), wait for the pods per-pod rules hold, soak (the workloads that lost pods
+are fully available again and stay so for the soak), then post-labels, post-hook and uncordon per node.
+A node that cannot be drained within ``--timeout`` is waited for, skipped, kept or surged
+(``--on-blocked``). When the window closes no new wave starts; the nodes in progress finish or stop.
+
+Plain Python over the cluster access layer; everything it decides goes out as events
+(``jobs.events.campaign`` and the drain's own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.campaign.hooks import run_hook
+from kubectl_rollout.campaign.plan import CampaignPlan, plan_campaign, zone_of
+from kubectl_rollout.campaign.pod_rules import holds_node, rule_filter, rule_of, ruled
+from kubectl_rollout.campaign.settings import CampaignSettings, NodeLabel, settings_of
+from kubectl_rollout.drain.engine import DrainEngine, DrainError, NodeOutcome
+from kubectl_rollout.drain.node_events import record_node_event
+from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
+from kubectl_rollout.jobs.context import JobContext
+from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events.drain import WaitingForWorkloads, WorkloadRef
+from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, OnBlocked, OnHookFailure
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.watched_collection import WatchedCollection
+
+#: the label a kept node carries (``--on-blocked keep``), its value the campaign's job id
+KEPT_LABEL = "rollout-plus.io/campaign-kept"
+#: the longest a wait for a window or the rate sleeps before it looks at the clock again (a laptop suspended
+#: meanwhile wakes up to a clock that jumped)
+LONGEST_SLEEP = 60.0
+
+
+class CampaignStopped(Exception):
+    """A hook failed under ``--on-hook-failure stop``: no node starts after it."""
+
+
+@dataclass
+class _Tally:
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+class _Settled(enum.Enum):
+    #: on to the soak and the after-hook
+    DRAINED = "drained"
+    SKIPPED = "skipped"
+    KEPT = "kept"
+    #: could not be drained (an error, or --on-blocked wait and a cancel): stays cordoned
+    FAILED = "failed"
+    #: its drain was stopped by the window's end: drained again at the next window
+    INTERRUPTED = "interrupted"
+
+
+@dataclass
+class _NodeResult:
+    node: Any
+    settled: _Settled
+    evicted: list[Any] = field(default_factory=list)
+
+    @property
+    def drained(self) -> bool:
+        return self.settled is _Settled.DRAINED
+
+
+class CampaignEngine:
+    def __init__(self, cluster: Cluster, job: CampaignJob, context: JobContext, *, connection: Connection) -> None:
+        self.cluster = cluster
+        self.job = job
+        self.context = context
+        self.connection = connection
+        self.emit = context.emit
+        self.cancel = context.cancel
+        self.settings: CampaignSettings = settings_of(job)
+        # The drains stop on the job's cancel, and (--at-window-end stop) on the window's end: a switch of
+        # their own, set by either.
+        self._stop_drains = threading.Event()
+        options = job.drain
+        if job.on_blocked is OnBlocked.WAIT:
+            options = dataclasses.replace(options, timeout=0.0)  # no bound: the node waits as long as it takes
+        drain_context = dataclasses.replace(context, cancel=self._stop_drains)
+        self.drainer = DrainEngine(cluster, options, drain_context, extra_filters=(rule_filter,))
+        self._surger: DrainEngine | None = None
+        self._drain_context = drain_context
+        self._starts: list[float] = []
+        #: nodes whose pre-hook let them in and whose wave started (in this run, or before a resume): a wave
+        #: run again (the window's end stopped it) or resumed does not ask their pre-hook again
+        self._admitted: set[str] = set(job.started)
+        #: the last wave waited for a window: the next says it is open
+        self._waited_for_window = False
+        self._closed = threading.Event()
+        self._relay = threading.Thread(target=self._relay_cancel, daemon=True, name="campaign-cancel")
+        self._relay.start()
+
+    def _relay_cancel(self) -> None:
+        while not self._closed.is_set():
+            if self.cancel.wait(1.0):
+                self._stop_drains.set()
+                return
+
+    def close(self) -> None:
+        self._closed.set()
+        self.drainer.close()
+        if self._surger is not None:
+            self._surger.close()
+
+    # --- nodes and plan -----------------------------------------------------------------
+
+    def resolve_nodes(self) -> list[Any]:
+        """The campaign's nodes: those named, then those the selector picks; all exist, or nothing changes."""
+        nodes = self.drainer.resolve_nodes(list(self.job.nodes), "") if self.job.nodes else []
+        if self.job.selector and not self.job.nodes:
+            nodes = self.drainer.resolve_nodes([], self.job.selector)
+        return nodes
+
+    def plan(self, nodes: list[Any]) -> CampaignPlan:
+        return plan_campaign(
+            cluster=self.cluster, engine=self.drainer, nodes=nodes, job=self.job, settings=self.settings
+        )
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(self, plan: CampaignPlan) -> ev.CampaignFinished:
+        started = time.monotonic()
+        tally = _Tally()
+        waves: deque[tuple[int, tuple[Any, ...]]] = deque(
+            (wave.index, nodes) for wave, nodes in zip(plan.event.waves, plan.waves, strict=True)
+        )
+        stopped = ""
+        try:
+            self.drainer.restore_leftover_surges()
+            while waves and not self.cancel.is_set():
+                index, nodes = waves.popleft()
+                if not self._wait_until_allowed(index, len(nodes)):
+                    break
+                retry = self._run_wave(index, nodes, tally)
+                if retry:
+                    waves.appendleft((index, retry))
+        except CampaignStopped as err:
+            stopped = str(err)
+        finally:
+            self.close()
+        settled = {*tally.done, *tally.skipped, *tally.kept, *tally.failed}
+        every = [n.metadata.name for wave in plan.waves for n in wave]
+        if self.cancel.is_set() and not stopped:
+            stopped = "cancelled"
+        finished = ev.CampaignFinished(
+            done=tuple(tally.done),
+            skipped=tuple(tally.skipped),
+            kept=tuple(tally.kept),
+            failed=tuple(tally.failed),
+            not_started=tuple(n for n in every if n not in settled),
+            seconds=round(time.monotonic() - started, 3),
+            stopped=stopped,
+        )
+        self.emit(finished)
+        return finished
+
+    # --- windows, rate, pause ----------------------------------------------------------
+
+    def _sleep_until(self, wall_time: float) -> bool:
+        """Sleep until ``wall_time`` (epoch seconds), following the clock; False when cancelled first."""
+        while (left := wall_time - time.time()) > 0:
+            if self.cancel.wait(min(left, LONGEST_SLEEP)):
+                return False
+        return not self.cancel.is_set()
+
+    def _wait_until_allowed(self, index: int, count: int) -> bool:
+        """Hold the next wave while the job is paused, the window closed, or the rate spent."""
+        while True:
+            paused = self.context.paused
+            while paused is not None and paused.is_set():
+                if self.cancel.wait(0.2):
+                    return False
+            schedule = self.settings.schedule
+            now = time.time()
+            if schedule is not None and not schedule.is_open_at(now):
+                # Said once per wait, with nothing in progress: the job sleeps from here.
+                opening = schedule.next_opening(now)
+                self.emit(ev.WindowClosed(next_opening=opening, at_window_end=self.job.at_window_end.value))
+                self._waited_for_window = True
+                if opening is None or not self._sleep_until(opening):
+                    return False
+                continue
+            if self._waited_for_window or not self._starts:
+                self.emit(ev.WindowOpened(closes_at=schedule.closes_at(now) if schedule is not None else None))
+                self._waited_for_window = False
+            rate = self.settings.rate
+            if rate is not None:
+                until = rate.earliest_start(starts=self._starts, count=count, now=now)
+                if until > now:
+                    self.emit(ev.WaitingForRate(index=index, until=until))
+                    if not self._sleep_until(until):
+                        return False
+                    continue  # the window may have closed meanwhile
+            return not self.cancel.is_set()
+
+    @contextmanager
+    def _window_watch(self, nodes: tuple[Any, ...]) -> Iterator[None]:
+        """While a wave runs: at the window's end say so, and under ``--at-window-end stop`` stop its drains."""
+        schedule = self.settings.schedule
+        closes = schedule.closes_at(time.time()) if schedule is not None else None
+        timer: threading.Timer | None = None
+        if schedule is not None and closes is not None:
+
+            def window_ended() -> None:
+                self.emit(
+                    ev.WindowClosed(
+                        next_opening=schedule.next_opening(time.time()),
+                        in_progress=tuple(n.metadata.name for n in nodes),
+                        at_window_end=self.job.at_window_end.value,
+                    )
+                )
+                if self.job.at_window_end is AtWindowEnd.STOP:
+                    self._stop_drains.set()
+
+            timer = threading.Timer(max(0.0, closes - time.time()), window_ended)
+            timer.daemon = True
+            timer.start()
+        try:
+            yield
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    # --- one wave -----------------------------------------------------------------------
+
+    def _run_wave(self, index: int, nodes: tuple[Any, ...], tally: _Tally) -> tuple[Any, ...]:
+        """Run one wave; returns its nodes whose drains the window's end stopped (to run again)."""
+        ready = []
+        for planned in nodes:
+            # As it is now, not as planned: a campaign across windows may reach a node days later.
+            node = self._read_node(planned.metadata.name)
+            if node is None:
+                name = planned.metadata.name
+                self.emit(ev.NodeSkipped(node=name, reason="the node is gone", uncordoned=False))
+                tally.skipped.append(name)
+                continue
+            if planned.metadata.name in self._admitted or self._before_node(node, tally):
+                ready.append(node)
+        if not ready:
+            return ()
+        names = tuple(n.metadata.name for n in ready)
+        self.emit(ev.WaveStarted(index=index, nodes=names, zones=tuple(dict.fromkeys(zone_of(n) for n in ready))))
+        self._starts += [time.time() for name in names if name not in self._admitted]
+        self._admitted.update(names)
+        for node in ready:
+            self.drainer.cordon(node)
+        with (
+            self._window_watch(tuple(ready)),
+            ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="campaign-node") as pool,
+        ):
+            results = list(pool.map(self._drain_one, ready))
+        window_stopped = self._stop_drains.is_set() and not self.cancel.is_set()
+        if window_stopped:
+            self._stop_drains.clear()
+        drained = [r for r in results if r.drained]
+        for result in results:
+            name = result.node.metadata.name
+            if result.settled is _Settled.SKIPPED:
+                tally.skipped.append(name)
+            elif result.settled is _Settled.KEPT:
+                tally.kept.append(name)
+            elif result.settled is _Settled.FAILED:
+                tally.failed.append(name)
+        if drained and not self.cancel.is_set():
+            self._soak(index, drained)
+        for result in drained:
+            if self.cancel.is_set():
+                break
+            self._after_node(result.node, tally)
+        failed = [r.node.metadata.name for r in results if r.settled is _Settled.FAILED]
+        if failed and not self.cancel.is_set():
+            # A failed node stays cordoned, so it is still out: a next wave would go past the budget.
+            raise CampaignStopped(
+                f"{', '.join(f'node/{n}' for n in failed)} could not be drained and stay cordoned; "
+                "no node starts after them (--on-blocked skip or keep lets a campaign go on)"
+            )
+        return tuple(r.node for r in results if r.settled is _Settled.INTERRUPTED)
+
+    # --- before and after each node ------------------------------------------------------
+
+    def _before_node(self, node: Any, tally: _Tally) -> bool:
+        """The pre-hook, then the pre-labels; False when the node is skipped (the campaign goes on). The hook
+        is the gate: a node it turns away keeps its labels as they were."""
+        name = node.metadata.name
+        ran = self._hook(self.job.pre_hook, node=name, hook="pre") if self.job.pre_hook else None
+        if ran is None or ran.ok:
+            if self.settings.pre_labels:
+                self._label(node, self.settings.pre_labels, hook="pre")
+            return True
+        why = f"pre-hook exited {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
+        if self.job.on_hook_failure is OnHookFailure.STOP:
+            raise CampaignStopped(f"node/{name}: {why}; no node starts after it (--on-hook-failure stop)")
+        self.emit(ev.NodeSkipped(node=name, reason=why, uncordoned=False))
+        record_node_event(self.cluster, node, reason="CampaignSkipped", message=f"Skipped: {why}", warning=True)
+        tally.skipped.append(name)
+        return False
+
+    def _after_node(self, node: Any, tally: _Tally) -> None:
+        name = node.metadata.name
+        if self.settings.post_labels:
+            self._label(node, self.settings.post_labels, hook="post")
+        if self.job.post_hook:
+            ran = self._hook(self.job.post_hook, node=name, hook="post")
+            if not ran.ok:
+                why = f"post-hook exited {ran.exit_code}" + (" (timed out)" if ran.timed_out else "")
+                if self.job.on_hook_failure is OnHookFailure.STOP:
+                    tally.failed.append(name)
+                    raise CampaignStopped(f"node/{name}: {why}; it stays cordoned (--on-hook-failure stop)")
+                self.emit(ev.NodeSkipped(node=name, reason=f"{why}; left cordoned", uncordoned=False))
+                tally.skipped.append(name)
+                return
+        fresh = self._read_node(name)
+        uncordoned = False
+        if fresh is not None and self.job.uncordon:
+            self.drainer.uncordon(fresh)
+            uncordoned = True
+        if fresh is not None:
+            record_node_event(self.cluster, fresh, reason="CampaignDone", message="Node done by the campaign")
+        self.emit(ev.NodeDone(node=name, uncordoned=uncordoned, replaced=fresh is None or _replaced(node, fresh)))
+        tally.done.append(name)
+
+    def _read_node(self, name: str) -> Any | None:
+        try:
+            return call_with_retry(self.cluster.core.read_node, name)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def _hook(self, command: str, *, node: str, hook: str) -> ev.HookRan:
+        ran = run_hook(
+            command,
+            node=node,
+            job_id=self.context.job_id,
+            hook=hook,
+            connection=self.connection,
+            timeout=self.job.hook_timeout,
+            cancel=self.cancel,
+        )
+        self.emit(ran)
+        return ran
+
+    def _label(self, node: Any, labels: tuple[NodeLabel, ...], *, hook: str) -> None:
+        body = {"metadata": {"labels": {label.key: label.value for label in labels}}}
+        call_with_retry(self.cluster.core.patch_node, node.metadata.name, body)
+        self.emit(ev.NodeLabelled(node=node.metadata.name, hook=hook, labels=tuple(map(str, labels))))
+
+    # --- draining one node ---------------------------------------------------------------
+
+    def _drain_one(self, node: Any) -> _NodeResult:
+        name = node.metadata.name
+        deadline = time.monotonic() + self.job.drain.timeout if self.job.drain.timeout > 0 else None
+        if self.job.on_blocked is OnBlocked.WAIT:
+            deadline = None
+        outcome = self.drainer.drain_node(node)
+        evicted = list(outcome.evicted)
+        while outcome.ok:
+            held = self._wait_for_held_pods(name, deadline)
+            if held is None:
+                return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted)
+            if held:  # a rule was lifted: its pods go like any other
+                outcome = self.drainer.drain_node(node)
+                evicted += outcome.evicted
+                continue
+            outcome = NodeOutcome(node=name, ok=False, reason="pods held by per-pod rules are still there")
+            break
+        if self._stop_drains.is_set() and not self.cancel.is_set():
+            return _NodeResult(node=node, settled=_Settled.INTERRUPTED)
+        if self.cancel.is_set():
+            return _NodeResult(node=node, settled=_Settled.FAILED)
+        return self._blocked(node, outcome, evicted)
+
+    def _wait_for_held_pods(self, node: str, deadline: float | None) -> bool | None:
+        """Wait until no pod on ``node`` holds it (do-not-disrupt, wait-completed). None: none does (any
+        more); True: a pod's rule was lifted and it is still there (drain again); False: the bound ran out."""
+        pods = WatchedCollection(
+            self.cluster.core.list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={node}",
+            description=f"held pods on {node}",
+        ).start()
+        try:
+            holding = [r for r in (ruled(p) for p in pods.snapshot()) if r is not None and holds_node(r.rule)]
+            if not holding:
+                return None
+            self.emit(ev.PodsHeld(node=node, pods=tuple(holding)))
+            keys = {(r.pod.namespace, r.pod.name) for r in holding}
+            lifted: list[bool] = []
+
+            def settled(collection: WatchedCollection) -> bool:
+                lifted.clear()
+                for key in keys:
+                    pod = collection.objects_locked().get(key)
+                    if pod is None or pod.metadata.deletion_timestamp is not None:
+                        continue
+                    rule = rule_of(pod)
+                    if rule is not None and holds_node(rule[0]):
+                        return False
+                    if rule is None and pod.status.phase not in ("Succeeded", "Failed"):
+                        lifted.append(True)
+                return True
+
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not pods.wait_until(settled, timeout, self._stop_drains):
+                return False
+            return True if lifted else None
+        finally:
+            pods.stop()
+
+    def _blocked(self, node: Any, outcome: NodeOutcome, evicted: list[Any]) -> _NodeResult:
+        """A node that could not be drained within its bound: what ``--on-blocked`` says."""
+        name = node.metadata.name
+        reason = outcome.reason or "its drain did not finish"
+        choice = self.job.on_blocked
+        if choice is OnBlocked.SURGE:
+            surger = self._surge_engine()
+            with surger.surging([node]):
+                again = surger.drain_node(node)
+            bound = time.monotonic() + self.job.drain.timeout if self.job.drain.timeout > 0 else None
+            if again.ok and self._wait_for_held_pods(name, bound) is None:
+                return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted + list(again.evicted))
+            choice, reason = OnBlocked.KEEP, f"{reason}; the surge did not help either"
+        if choice is OnBlocked.SKIP:
+            fresh = self._read_node(name)
+            if fresh is not None:
+                self.drainer.uncordon(fresh)
+            self.emit(ev.NodeSkipped(node=name, reason=reason, uncordoned=fresh is not None))
+            record_node_event(self.cluster, node, reason="CampaignSkipped", message=f"Skipped: {reason}", warning=True)
+            return _NodeResult(node=node, settled=_Settled.SKIPPED)
+        if choice is OnBlocked.KEEP:
+            label = f"{KEPT_LABEL}={self.context.job_id or 'true'}"
+            call_with_retry(
+                self.cluster.core.patch_node,
+                name,
+                {"metadata": {"labels": {KEPT_LABEL: self.context.job_id or "true"}}},
+            )
+            self.emit(ev.NodeKept(node=name, reason=reason, label=label))
+            record_node_event(
+                self.cluster, node, reason="CampaignKept", message=f"Kept cordoned: {reason}", warning=True
+            )
+            return _NodeResult(node=node, settled=_Settled.KEPT)
+        return _NodeResult(node=node, settled=_Settled.FAILED)  # wait: only an error ends a node's drain
+
+    def _surge_engine(self) -> DrainEngine:
+        if self._surger is None:
+            options = dataclasses.replace(self.job.drain, surge=True)
+            self._surger = DrainEngine(self.cluster, options, self._drain_context, extra_filters=(rule_filter,))
+        return self._surger
+
+    # --- soak ------------------------------------------------------------------------------
+
+    def _soak(self, index: int, drained: list[_NodeResult]) -> None:
+        started = time.monotonic()
+        workloads: set[WorkloadRef] = set()
+        for result in drained:
+            for pod in result.evicted:
+                workload = owning_workload(self.cluster, pod)
+                if workload is not None:
+                    workloads.add(workload)
+        self.emit(ev.SoakStarted(index=index, seconds=self.job.soak, workloads=tuple(sorted(workloads))))
+        if workloads:
+            left = wait_until_available(
+                self.cluster,
+                workloads,
+                timeout=None,
+                cancel=self.cancel,
+                on_waiting=lambda states: self.emit(WaitingForWorkloads(workloads=tuple(states))),
+                stay_available_for=self.job.soak,
+            )
+            if left and not self.cancel.is_set():
+                raise DrainError(f"workloads still not available after wave {index}: {', '.join(map(str, left))}")
+        elif self.job.soak and not self._sleep_until(time.time() + self.job.soak):
+            return
+        if self.cancel.is_set():
+            return
+        seconds = round(time.monotonic() - started, 3)
+        for result in drained:
+            self.emit(ev.NodeSoaked(node=result.node.metadata.name, index=index, seconds=seconds))
+
+
+def _replaced(before: Any, after: Any) -> bool:
+    return bool(before.metadata.uid and after.metadata.uid and before.metadata.uid != after.metadata.uid)

@@ -1,0 +1,143 @@
+"""Running a command gate: a local command whose exit code decides whether the canary goes on.
+
+The command runs with ``sh -c`` on the driver's machine, with the workload,
+its namespace, the revision and the step in its environment. It runs on a
+thread of its own, so that the driver keeps its Lease and its watches while it
+waits. On Linux the command is killed when that thread's process dies
+(``PR_SET_PDEATHSIG``): a driver that is SIGKILLed leaves no gate running
+behind it, and the next driver runs the gate again from the start; a gate that
+finished has its result on the record and is never run again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+#: a gate's command gets this long, then it is killed and counts as failed
+GATE_TIMEOUT_SECONDS = 600.0
+#: the output kept for the record and the events: its last characters
+OUTPUT_KEPT = 2000
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateOutcome:
+    ok: bool
+    exit_code: int | None
+    output: str
+    started_at: float
+    finished_at: float
+
+
+def gate_environment(
+    *, workload: str, namespace: str, revision: int, step: int, steps: int, canary: str, stable: str
+) -> dict[str, str]:
+    """What a gate's command learns from its environment (steps counted from 1)."""
+    return {
+        "ROLLOUT_PLUS_WORKLOAD": workload,
+        "ROLLOUT_PLUS_NAMESPACE": namespace,
+        "ROLLOUT_PLUS_REVISION": str(revision),
+        "ROLLOUT_PLUS_STEP": str(step),
+        "ROLLOUT_PLUS_STEPS": str(steps),
+        "ROLLOUT_PLUS_CANARY_REPLICASET": canary,
+        "ROLLOUT_PLUS_STABLE_REPLICASET": stable,
+    }
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    prctl = libc.prctl
+
+    def set_death_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    return set_death_signal
+
+
+class CommandGateRun:
+    """One run of a gate's command, on a thread; ``outcome`` once it has ended."""
+
+    def __init__(self, command: str, environment: Mapping[str, str], *, timeout: float = GATE_TIMEOUT_SECONDS) -> None:
+        self.command = command
+        self.environment = {**os.environ, **environment}
+        self.timeout = timeout
+        self.started_at = time.time()
+        self.outcome: GateOutcome | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="canary-gate", daemon=True)
+
+    def start(self, on_end: Callable[[], None]) -> CommandGateRun:
+        self._on_end = on_end
+        self._thread.start()
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    def stop(self) -> None:
+        """Kill the command (the driver is ending without its verdict); the next driver runs it again."""
+        with self._lock:
+            self._stopped = True
+            if self._process is not None and self._process.poll() is None:
+                os.killpg(self._process.pid, signal.SIGKILL)
+
+    def _run(self) -> None:
+        try:
+            self.outcome = self._execute()
+        finally:
+            self._on_end()
+
+    def _execute(self) -> GateOutcome:
+        try:
+            with self._lock:
+                if self._stopped:
+                    raise OSError("stopped before it started")
+                # The workload's own gate, run as its owner asked; the child only calls prctl before exec.
+                self._process = subprocess.Popen(
+                    ["/bin/sh", "-c", self.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=self.environment,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent(),
+                )
+            process = self._process
+        except OSError as err:
+            return GateOutcome(
+                ok=False,
+                exit_code=None,
+                output=f"could not start: {err}",
+                started_at=self.started_at,
+                finished_at=time.time(),
+            )
+        try:
+            output, _ = process.communicate(timeout=self.timeout)
+            code: int | None = process.returncode
+            text = output.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            code = None
+            text = output.decode(errors="replace") + f"\nkilled after {self.timeout:g}s"
+        return GateOutcome(
+            ok=code == 0,
+            exit_code=code,
+            output=text[-OUTPUT_KEPT:],
+            started_at=self.started_at,
+            finished_at=time.time(),
+        )
