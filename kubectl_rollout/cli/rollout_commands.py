@@ -565,7 +565,7 @@ def release(ctx: click.Context, /, name: str, **flags: Any) -> None:
 
 
 @click.command("promote")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @click.option("--full", is_flag=True, help="Skip every remaining step: the new revision takes every replica.")
 @_drive_options
 @global_options
@@ -583,7 +583,7 @@ def promote(ctx: click.Context, /, name: str, full: bool, **options: Any) -> Non
 
 
 @click.command("abort")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @_drive_options
 @global_options
 @click.pass_context
@@ -599,7 +599,7 @@ def abort(ctx: click.Context, /, name: str, **options: Any) -> None:
 
 
 @click.command("retry")
-@click.argument("name", type=OBJECT_NAME)
+@click.argument("name", type=OBJECT_NAME, shell_complete=complete_workloads)
 @_drive_options
 @global_options
 @click.pass_context

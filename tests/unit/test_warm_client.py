@@ -30,6 +30,7 @@ ELIGIBLE = [
     "uncordon node-1",
     "drain node-1 --plan",
     "drain node-1 --plan -o json --ignore-daemonsets",
+    "campaign -l pool=blue --budget 20% --plan",
     "jobs list",
     "jobs show 0123456789ab",
     "--context x jobs --context y list",
@@ -74,6 +75,10 @@ JOB_LINES = [
     "undo web --to-revision 2",
     "status web -w",
     "-n shop status -w web --timeout 1m",
+    "promote web --full",
+    "abort web",
+    "retry web",
+    "campaign -l pool=blue --budget 20% --per-zone",
 ]
 
 

@@ -227,8 +227,11 @@ def test_ctrl_z_stops_the_command_with_the_client_and_fg_continues_both(server: 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            # as a shell starts a command: Ctrl-Z's default action (a test runner's worker may ignore it)
+            # As a shell starts a job: Ctrl-Z's default action (a test runner's worker may ignore it), in a
+            # process group of its own whose parent (this test) is in the same session. A group with no such
+            # parent (a pytest-xdist worker's) is orphaned, and the kernel discards SIGTSTP sent to it.
             preexec_fn=lambda: signal.signal(signal.SIGTSTP, signal.SIG_DFL),
+            process_group=0,
         )
         assert held.wait(60)  # the command runs, in the server's child
         (command,) = _children_of(server.process.pid)

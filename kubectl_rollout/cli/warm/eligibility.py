@@ -21,7 +21,11 @@ VALUE_FLAGS = frozenset({"--kubeconfig", "--context", "-n", "--namespace", "--re
 #: commands that read and end at once, whatever their other flags
 ALWAYS = frozenset({"version", "history", "cordon", "uncordon", "pause"})
 #: the job commands (``agent_options``): eligible when their job runs in the agent; ``status`` is one with ``-w``
-JOB_COMMANDS = frozenset({"apply", "set", "scale", "restart", "resume", "undo", "drain"})
+JOB_COMMANDS = frozenset(
+    {"apply", "set", "scale", "restart", "resume", "undo", "promote", "abort", "retry", "drain", "campaign"}
+)
+#: job commands whose ``--plan`` only reads and prints (without ``--detach``)
+PLANNING = frozenset({"drain", "campaign"})
 #: the agent's job commands that only read
 JOBS_READING = frozenset({"list", "show"})
 #: never through the warm server, whichever the command: help (as quick either way), and what hands over the terminal
@@ -81,7 +85,7 @@ def eligible(
         return True
     if command == "status":
         return not _watches(rest) or _runs_in_agent(rest, environ, terminal)
-    if command == "drain" and "--plan" in rest:
+    if command in PLANNING and "--plan" in rest:
         return "--detach" not in rest
     if command in JOB_COMMANDS:
         return _runs_in_agent(rest, environ, terminal)
@@ -99,7 +103,7 @@ def follows_a_job(args: Sequence[str]) -> bool:
     command, rest = args[at], args[at + 1 :]
     if command == "status":
         return _watches(rest)
-    if command == "drain":
+    if command in PLANNING:
         return "--plan" not in rest
     return command in JOB_COMMANDS
 
