@@ -1,15 +1,19 @@
-"""The agent's memory and the C allocator: fewer arenas, and the pages a finished job freed given back.
+"""The agent's memory and the C allocator: a finished job's pages given back to the system.
 
 A drain of 5000 pods holds tens of MiB of the kubernetes client's pod models
-while it runs, allocated by up to 256 eviction threads per node. glibc's
-malloc gives threads arenas of their own (up to 8 per core), and keeps the
-pages Python frees in them, so without this the agent's RSS would stay near
-its peak for the rest of its life, fragmented over many arenas. Two arenas
-(``mallopt(M_ARENA_MAX)``, set once at start, before any thread) are plenty
-for threads that mostly wait on the network; ``malloc_trim(0)`` when the last
-running job ends returns the free pages of every arena (since glibc 2.8 also
-free chunks inside a heap, not only at its top), so it never slows a job.
-Where the C library has neither (macOS, musl) only the collection runs.
+while it runs, allocated by up to 256 eviction threads per node. When it ends,
+Python frees them, but with its own small-object allocator the few objects
+that outlive a job pin the 1 MiB arenas the pods filled, and the agent stayed
+~80 MiB above its idle size for the rest of its life. So the agent runs on
+malloc alone (``PYTHONMALLOC=malloc``, set by the client that spawns it:
+``agent/client/starting.py``; ``agent start --foreground`` runs in the user's
+interpreter as it was started), with at most two malloc arenas
+(``mallopt(M_ARENA_MAX)``, at start, before any thread: plenty for threads
+that mostly wait on the network, and fewer places for freed pages to hide),
+and its idle watcher calls ``malloc_trim(0)`` once no job runs and no client
+is attached, which returns the free pages of every arena (since glibc 2.8 also
+free chunks inside a heap, not only at its top). Where the C library has
+neither function (macOS, musl) only the collection runs.
 """
 
 from __future__ import annotations
