@@ -38,13 +38,15 @@ class RunningPlugin:
             command += ["--kubeconfig", str(kubeconfig)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr_lines: queue.Queue[str | None] = queue.Queue()
         #: the stdout lines taken so far
         self.stdout: list[str] = []
         self._stderr: list[str] = []
-        # Both pipes read all along: a full stderr pipe would stall the plugin.
+        # Both pipes read all along (a full stderr pipe would stall the plugin), each through its one file object:
+        # a second reader of the same pipe (``communicate``) would miss the lines this one has buffered.
         self._readers = [
             threading.Thread(target=self._read, args=(self.process.stdout, self.lines.put), daemon=True),
-            threading.Thread(target=self._read, args=(self.process.stderr, self._stderr.append), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, self._stderr_lines.put), daemon=True),
         ]
         for reader in self._readers:
             reader.start()
@@ -58,15 +60,25 @@ class RunningPlugin:
 
     def wait_for(self, predicate: Callable[[str], bool], *, timeout: float, what: str) -> str:
         """The first stdout line (after the last one taken) for which ``predicate`` holds."""
+        return self._wait(self.lines, self.stdout, predicate, timeout=timeout, what=what)
+
+    def wait_for_stderr(self, predicate: Callable[[str], bool], *, timeout: float, what: str) -> str:
+        """The first stderr line (after the last one taken) for which ``predicate`` holds."""
+        return self._wait(self._stderr_lines, self._stderr, predicate, timeout=timeout, what=what)
+
+    @staticmethod
+    def _wait(
+        lines: queue.Queue[str | None], taken: list[str], predicate: Callable[[str], bool], *, timeout: float, what: str
+    ) -> str:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no {what} within {timeout} s; it said {self.stdout}") from None
+                raise AssertionError(f"no {what} within {timeout} s; it said {taken}") from None
             if line is None:
-                raise AssertionError(f"the plugin ended before {what}; it said {self.stdout}")
-            self.stdout.append(line)
+                raise AssertionError(f"the plugin ended before {what}; it said {taken}")
+            taken.append(line)
             if predicate(line):
                 return line
 
@@ -78,11 +90,12 @@ class RunningPlugin:
             self.process.kill()  # a no-op once it ended
             for reader in self._readers:
                 reader.join(10)
-        while not self.lines.empty():
-            line = self.lines.get_nowait()
-            if line is not None:
-                self.stdout.append(line)
-        stderr = "".join(line for line in self._stderr if line is not None)
+        for lines, taken in ((self.lines, self.stdout), (self._stderr_lines, self._stderr)):
+            while not lines.empty():
+                line = lines.get_nowait()
+                if line is not None:
+                    taken.append(line)
+        stderr = "".join(self._stderr)
         return subprocess.CompletedProcess(self.process.args, self.process.returncode, "".join(self.stdout), stderr)
 
 

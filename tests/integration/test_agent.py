@@ -16,7 +16,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ import watching
 from integration.test_drain_surge import ReplicaHistory, one_replica_min_available_one
 from invariants import HealthyPods
 from kubernetes import client as k8s
-from plugin import events, run_plugin
+from plugin import RunningPlugin, events, run_plugin
 
 from kubectl_rollout.agent.client import agent_running, connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths, agent_paths
@@ -639,29 +638,6 @@ def test_a_surge_drain_killed_with_the_agent_after_its_scale_up_is_restored_by_t
 # --- the CLI with the agent -----------------------------------------------------------------------
 
 
-def _plugin(*args: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "kubectl_rollout", *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_line(stream: Any, needle: str, timeout: float) -> str:
-    seen = []
-    result: dict[str, str] = {}
-
-    def read() -> None:
-        for line in stream:
-            seen.append(line)
-            if needle in line:
-                result["line"] = line
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert "line" in result, f"no line with {needle!r} within {timeout} s; saw {seen}"
-    return result["line"]
-
-
 def test_detach_ctrl_c_and_a_second_ctrl_c_from_the_cli(
     agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
@@ -674,11 +650,11 @@ def test_detach_ctrl_c_and_a_second_ctrl_c_from_the_cli(
     assert re.fullmatch(r"[0-9a-f]{12}", job_id), detached.stdout
 
     # Ctrl-C once: detached, told how to come back and how to stop; the job goes on.
-    follower = _plugin("jobs", "attach", job_id)
-    _wait_for_line(follower.stdout, "evicting pod", timeout=60)
-    follower.send_signal(signal.SIGINT)
-    _out, err = follower.communicate(timeout=30)
-    assert follower.returncode == 130, err
+    follower = RunningPlugin("jobs", "attach", job_id)
+    follower.wait_for(lambda line: "evicting pod" in line, timeout=60, what="an eviction")
+    follower.process.send_signal(signal.SIGINT)
+    err = follower.finish(timeout=30).stderr
+    assert follower.process.returncode == 130, err
     assert f"detached from job {job_id}; it goes on in the agent." in err
     assert f"follow it again: kubectl rollout-plus jobs attach {job_id}" in err
     assert f"stop it:         kubectl rollout-plus jobs cancel {job_id}" in err
@@ -688,14 +664,13 @@ def test_detach_ctrl_c_and_a_second_ctrl_c_from_the_cli(
     # Ctrl-C twice: the job is cancelled, and followed until it has stopped. The second press comes the
     # moment the first shows (its first line), while the CLI may still be handling it: a press at any moment
     # after the first counts (tests/unit/test_ctrl_c.py presses inside each step of that handling).
-    follower = _plugin("jobs", "attach", job_id)
-    _wait_for_line(follower.stdout, "evicting pod", timeout=60)
-    follower.send_signal(signal.SIGINT)
-    detached = _wait_for_line(follower.stderr, "detached from job", timeout=60)
-    follower.send_signal(signal.SIGINT)
-    _out, err = follower.communicate(timeout=60)
-    err = detached + err
-    assert follower.returncode == 1, err
+    follower = RunningPlugin("jobs", "attach", job_id)
+    follower.wait_for(lambda line: "evicting pod" in line, timeout=60, what="an eviction")
+    follower.process.send_signal(signal.SIGINT)
+    follower.wait_for_stderr(lambda line: "detached from job" in line, timeout=60, what="the first Ctrl-C's line")
+    follower.process.send_signal(signal.SIGINT)
+    err = follower.finish(timeout=60).stderr
+    assert follower.process.returncode == 1, err
     assert f"cancelling job {job_id} (drain node/{node}); waiting for it to stop..." in err
     with connect(name="test") as agent:
         info = agent.show(job_id)
@@ -902,19 +877,20 @@ def test_an_attached_cli_follows_its_job_through_a_crash_of_the_agent(
     finally:
         cluster.core.patch_node(spare, {"spec": {"unschedulable": None}})
     _pdb(cluster, namespace, replicas=4, max_unavailable=1)
-    follower = _plugin("drain", node, "-n", namespace, "--agent", "-o", "jsonl", "--kubeconfig", str(kubeconfig))
-    first = json.loads(_wait_for_line(follower.stdout, '"type": "PodGone"', timeout=90))
+    follower = RunningPlugin("drain", node, "-n", namespace, "--agent", "-o", "jsonl", kubeconfig=kubeconfig)
+    first = json.loads(follower.wait_for(lambda line: '"type": "PodGone"' in line, timeout=90, what="a pod gone"))
     pid = _agent_pid(agent_dir)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    out, err = follower.communicate(timeout=180)
-    assert follower.returncode == 0, err
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    finished = follower.finish(timeout=180)
+    assert finished.returncode == 0, finished.stderr
+    lines = [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
     assert lines[-1]["type"] == "JobFinished"
     assert lines[-1]["exit_code"] == 0
     # The CLI printed each event once, in order, from the first agent and then the second.
-    assert [e["seq"] for e in lines] == list(range(first["seq"] + 1, lines[-1]["seq"] + 1))
-    assert [e["resumed"] for e in lines if e["type"] == "JobStarted"] == [True]
+    assert [e["seq"] for e in lines] == list(range(lines[0]["seq"], lines[-1]["seq"] + 1))
+    assert first in lines
+    assert [e["resumed"] for e in lines if e["type"] == "JobStarted"] == [False, True]
 
 
 def test_a_rollout_runs_in_the_agent_and_its_events_print_as_in_process(

@@ -25,7 +25,7 @@ from integration.test_drain import add_pdb, by_type, node_state, only_schedulabl
 from integration.test_rollouts import apply as apply_workload
 from invariants import HealthyPods
 from kubernetes import client
-from plugin import events, run_plugin
+from plugin import RunningPlugin, events, run_plugin
 from timeline import Timeline
 from watching import Follower
 
@@ -505,29 +505,17 @@ def test_managed_workload_surges_through_its_replica_set_and_refuses_spec_change
     healthy = HealthyPods(cluster, namespace).start()
     history = ReplicaHistory(cluster, namespace, replica_set, kind="replica_set").start()
 
-    command = ["drain", target, "--surge", "-o", "jsonl", "--kubeconfig", str(kubeconfig)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kubectl_rollout", *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    lines = []
-    for line in process.stdout:
-        lines.append(line)
-        if '"type": "SurgeStarted"' in line:
-            break
+    drain = RunningPlugin("drain", target, "--surge", "-o", "jsonl", kubeconfig=kubeconfig)
+    drain.wait_for(lambda line: '"type": "SurgeStarted"' in line, timeout=90, what="the surge")
     scaled = run_plugin("scale", "web", "--replicas", "3", "-n", namespace, kubeconfig=kubeconfig)
     bigger = manifests.deployment(
         "web", replicas=4, annotations={manifests.READY_AFTER: "3s"}, pod_spec=manifests.placement(namespace)
     )
     applied = apply_workload(kubeconfig, namespace, bigger, tmp_path)
     during = (recorded_replicas(cluster, namespace, "web"), rs_replicas(cluster, namespace, replica_set))
-    assert process.poll() is None, "the drain ended before scale and apply were tried"
+    assert drain.process.poll() is None, "the drain ended before scale and apply were tried"
     cluster.core.delete_namespaced_pod(original, namespace, grace_period_seconds=0)
-    out, err = process.communicate(timeout=90)
-    result = subprocess.CompletedProcess(process.args, process.returncode, "".join(lines) + out, err)
+    result = drain.finish(timeout=90)
     healthy.settle({"web": 1})
 
     # refused while the drain holds the driver's Lease, in the drain's words, and nothing changed

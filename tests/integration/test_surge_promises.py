@@ -8,8 +8,6 @@ in the API server's order), not from the drains' output.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ import watching
 from cluster_setup import deploy
 from integration.test_drain import add_pdb, by_type, node_state, only_schedulable, pods_on
 from kubernetes import watch
-from plugin import run_plugin
+from plugin import RunningPlugin, run_plugin
 
 from kubectl_rollout.kube import record_names
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -100,34 +98,27 @@ class Drain:
     """`drain ... -o jsonl` in the background, its events read as they come."""
 
     def __init__(self, kubeconfig: Path, *args: str) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "kubectl_rollout",
-            "drain",
-            *args,
-            "-o",
-            "jsonl",
-            "--kubeconfig",
-            str(kubeconfig),
-        ]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.plugin = RunningPlugin("drain", *args, "-o", "jsonl", kubeconfig=kubeconfig)
         self.events: list[dict[str, Any]] = []
 
-    def until(self, kind: str) -> dict[str, Any]:
-        """Read events until one of type ``kind`` (bounded by the test's timeout; the drain's own ends it too)."""
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("{"):
-                self.events.append(json.loads(line))
-                if self.events[-1]["type"] == kind:
-                    return self.events[-1]
-        raise AssertionError(f"the drain ended without {kind}: {[e['type'] for e in self.events]}")
+    def until(self, kind: str, timeout: float = 120) -> dict[str, Any]:
+        """Read events until one of type ``kind``."""
+
+        def takes(line: str) -> bool:
+            if not line.startswith("{"):
+                return False
+            self.events.append(json.loads(line))
+            return self.events[-1]["type"] == kind
+
+        self.plugin.wait_for(takes, timeout=timeout, what=f"a {kind} event")
+        return self.events[-1]
 
     def finish(self, timeout: float = 120) -> tuple[int, str]:
-        rest, stderr = self.process.communicate(timeout=timeout)
-        self.events += [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
-        return self.process.returncode, stderr
+        taken = len(self.plugin.stdout)
+        result = self.plugin.finish(timeout)
+        rest = result.stdout.splitlines()[taken:]
+        self.events += [json.loads(line) for line in rest if line.startswith("{")]
+        return result.returncode, result.stderr
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
