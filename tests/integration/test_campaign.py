@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,22 +183,46 @@ def all_available(cluster: Cluster, namespace: str) -> dict[str, tuple[int, int]
 # --- the main scenario ----------------------------------------------------------------------------------
 
 
-def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_replaces_each_node(
-    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+@dataclass(frozen=True)
+class Pool:
+    """A pool of dedicated nodes in three zones and its workloads: Deployments under PDBs of each kind (their
+    names: replicas, PDB spec), the singleton ``solo`` behind minAvailable 1, the StatefulSet ``db`` of three
+    behind maxUnavailable 1 and the DaemonSet ``agent`` on every node."""
+
+    nodes: int
+    deployments: dict[str, tuple[int, dict[str, Any]]]
+
+    @staticmethod
+    def lowest(replicas: int, spec: dict[str, Any]) -> int:
+        """The fewest healthy pods a PDB of ``spec`` over ``replicas`` pods allows."""
+        if "max_unavailable" in spec:
+            return replicas - spec["max_unavailable"]
+        percent = int(str(spec["min_available"]).rstrip("%"))
+        return -(-replicas * percent // 100)
+
+
+def rotate_pool(
+    pool: Pool, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    zones = zoned_nodes(cluster, dedicated_nodes, 9)
+    """Drain ``pool`` with a budget of 20 % one zone at a time, each node replaced by its after-hook, and check
+    by watching that the budget, the zones and every PDB held throughout, and that every node was replaced."""
+    zones = zoned_nodes(cluster, dedicated_nodes, pool.nodes)
     ready = {manifests.READY_AFTER: "1s"}
-    deploy(cluster, namespace, "web", 9, pool=namespace, annotations=ready)
-    add_pdb(cluster, namespace, "web", app="web", expected=9, max_unavailable=1)
-    deploy(cluster, namespace, "api", 10, pool=namespace, annotations=ready)
-    add_pdb(cluster, namespace, "api", app="api", expected=10, min_available="90%")
-    deploy(cluster, namespace, "solo", 1, pool=namespace, annotations=ready)
-    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    for name, (replicas, _spec) in pool.deployments.items():
+        deploy(cluster, namespace, name, replicas, pool=namespace, annotations=ready, wait=False)
+    deploy(cluster, namespace, "solo", 1, pool=namespace, annotations=ready, wait=False)
     cluster.apps.create_namespaced_stateful_set(
         namespace, manifests.statefulset("db", replicas=3, pod_spec=manifests.placement(namespace))
     )
-    add_pdb(cluster, namespace, "db", app="db", expected=3, max_unavailable=1)
-    agent_on_every_node(cluster, namespace, 9)
+    agent_on_every_node(cluster, namespace, pool.nodes)
+    wanted = {name: replicas for name, (replicas, _) in pool.deployments.items()} | {"solo": 1}
+    watching.until_collection(
+        cluster.apps.list_namespaced_deployment,
+        lambda items: sum((d.status.available_replicas or 0) == wanted[d.metadata.name] for d in items) == len(wanted),
+        namespace=namespace,
+        timeout=240,
+        what="every Deployment available",
+    )
     watching.until(
         cluster.apps.list_namespaced_stateful_set,
         lambda s: (s.status.available_replicas or 0) == 3,
@@ -205,6 +230,11 @@ def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_r
         timeout=60,
         what="db available",
     )
+    wanted["db"] = 3
+    for name, (replicas, spec) in pool.deployments.items():
+        add_pdb(cluster, namespace, name, app=name, expected=replicas, **spec)
+    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    add_pdb(cluster, namespace, "db", app="db", expected=3, max_unavailable=1)
     hook = tmp_path / "replace.py"
     hook.write_text(REPLACE_NODE)
     uids = {n: cluster.core.read_node(n).metadata.uid for n in zones}
@@ -229,22 +259,26 @@ def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_r
             "20s",
             "--post-hook",
             f"{sys.executable} {hook}",
+            timeout=600,
         )
-        healthy.settle({"web": 9, "api": 10, "solo": 1, "db": 3, "agent": 9}, timeout=60)
+        healthy.settle(wanted | {"agent": pool.nodes}, timeout=120)
     finally:
         minimum = healthy.stop()
         out.stop()
     assert result.returncode == 0, result.stderr
     planned = by_type(result, "CampaignPlanned")[0]
-    # 20 % of 9 nodes rounds up to 2; one zone at a time: two waves per zone of three nodes
-    assert planned["budget"] == 2
-    assert [len(w["nodes"]) for w in planned["waves"]] == [2, 1, 2, 1, 2, 1]
+    # 20 % of the pool, rounded up; one zone at a time: each zone's third of the pool in waves of the budget
+    budget = -(-pool.nodes * 20 // 100)
+    assert planned["budget"] == budget
+    per_zone = pool.nodes // len(ZONES)
+    zone_waves = [budget] * (per_zone // budget) + ([per_zone % budget] if per_zone % budget else [])
+    assert [len(w["nodes"]) for w in planned["waves"]] == zone_waves * len(ZONES)
     assert all(len(w["zones"]) == 1 for w in planned["waves"])
     # what the cluster went through, as the watchers saw it
-    assert out.most_out <= 2, out.out_sets
+    assert out.most_out <= budget, out.out_sets
     assert out.most_zones == 1, out.out_sets
-    assert minimum["web"] >= 8, minimum
-    assert minimum["api"] >= 9, minimum
+    for name, (replicas, spec) in pool.deployments.items():
+        assert minimum[name] >= pool.lowest(replicas, spec), (name, minimum)
     assert minimum["solo"] >= 1, minimum
     assert minimum["db"] >= 2, minimum
     # every node drained, then replaced by its after-hook: a fresh node of the same name, schedulable
@@ -256,10 +290,33 @@ def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_r
         assert fresh.metadata.uid != uids[name]
         assert not fresh.spec.unschedulable
         assert out.cordoned_at[name], f"{name} was never cordoned"
-    assert all_available(cluster, namespace) == {"web": (9, 9), "api": (10, 10), "solo": (1, 1), "db": (3, 3)}
+    assert all_available(cluster, namespace) == {name: (r, r) for name, r in wanted.items()}
     hooks = by_type(result, "HookRan")
-    assert len(hooks) == 9
+    assert len(hooks) == pool.nodes
     assert all(h["exit_code"] == 0 and h["hook"] == "post" for h in hooks)
+
+
+def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_replaces_each_node(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    pool = Pool(nodes=9, deployments={"web": (9, {"max_unavailable": 1}), "api": (10, {"min_available": "90%"})})
+    rotate_pool(pool, cluster, namespace, dedicated_nodes, kubeconfig, tmp_path)
+
+
+#: the issue's pool: 30 nodes, 15 Deployments of 600 pods between them (ten behind maxUnavailable 1, four behind
+#: minAvailable 90 %, the singleton), a StatefulSet, a DaemonSet
+THIRTY_NODES = Pool(
+    nodes=30,
+    deployments={f"web{i}": (43, {"max_unavailable": 1}) for i in range(10)}
+    | {f"api{i}": (42, {"min_available": "90%"}) for i in range(4)},
+)
+
+
+@pytest.mark.serial
+def test_thirty_nodes_and_six_hundred_pods_in_waves_keep_the_budget_the_zones_and_every_pdb(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
+) -> None:
+    rotate_pool(THIRTY_NODES, cluster, namespace, dedicated_nodes, kubeconfig, tmp_path)
 
 
 # --- the plan and bad input -----------------------------------------------------------------------------
