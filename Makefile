@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 #: how the suite is run; `make coverage` (and CI) run it under coverage.py
 PYTEST ?= $(BIN)/pytest
 
-.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-rollout bench-start bench-agent bench-tui bench-unreachable dist screenshots
+.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-campaign bench-rollout bench-start bench-agent bench-tui bench-unreachable dist screenshots
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -80,6 +80,10 @@ bench-drain: setup
 dist: $(VENV)/.installed
 	$(BIN)/python hack/dist/build_archives.py
 	$(BIN)/python hack/dist/render_krew_manifest.py
+
+## bench-campaign: a 30-node pool in waves vs drain and kubectl drain node by node, its lower bound; 300 nodes' RSS (prints figures)
+bench-campaign: setup
+	$(BIN)/python hack/bench_campaign.py
 
 ## bench-agent: the agent's memory, journal size, event latency and attached vs in-process drains (prints figures)
 bench-agent: setup
