@@ -438,6 +438,67 @@ def test_a_node_batch_drain_without_one_verb_of_its_role_says_which_and_changes_
     assert after == before
 
 
+def test_a_campaign_works_with_exactly_the_drain_and_node_batch_cluster_roles(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
+) -> None:
+    first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
+    config = kubeconfig_for(role_document("drain", "drain-node-batch"))
+    label = "rollout-plus.test/rotated"
+    before = {p.metadata.name for p in pods_on(cluster, first) + pods_on(cluster, second)}
+
+    result = run_plugin(
+        *("campaign", first, second, "--order", "given", "--budget", "1", "--soak", "1s"),
+        *("--post-label", f"{label}=yes", "--timeout", "90s", "-o", "jsonl"),
+        kubeconfig=config,
+        timeout=180,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert [e["node"] for e in by_type(result, "NodeDone")] == [first, second]
+    # the soak, which the node-batch role is for, waited for each wave's workloads to be back (web's pods may
+    # have moved to the second node in the first wave)
+    first_soak, second_soak = [[w["name"] for w in e["workloads"]] for e in by_type(result, "SoakStarted")]
+    assert first_soak == ["web"]
+    assert "api" in second_soak
+    for node in (first, second):
+        fresh = cluster.core.read_node(node)
+        assert (fresh.metadata.labels or {}).get(label) == "yes"
+        assert not fresh.spec.unschedulable
+    # every pod the two nodes had was evicted (each node takes pods again once its wave is done)
+    assert {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items} & before == set()
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb", "named"),
+    [
+        ("nodes", "patch", "nodes"),
+        ("pods/eviction", "create", "pods/eviction"),
+        ("replicasets", "get", "replicasets.apps"),
+        ("deployments", "watch", "deployments.apps"),
+    ],
+)
+def test_a_campaign_without_one_verb_of_its_roles_says_which_and_changes_nothing(
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig_for: MakeKubeconfig,
+    resource: str,
+    verb: str,
+    named: str,
+) -> None:
+    first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
+    config = kubeconfig_for(without(role_document("drain", "drain-node-batch"), resource, verb))
+    before = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
+
+    result = run_plugin("campaign", first, second, "--budget", "1", "--timeout", "60s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} {named}, which kubectl rollout-plus campaign needs; nothing was changed" in line
+    after = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
+    assert after == before
+
+
 def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig_for: MakeKubeconfig
 ) -> None:
