@@ -28,14 +28,16 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.campaign.hooks import run_hook
+from kubectl_rollout.campaign.node_events import node_events
 from kubectl_rollout.campaign.plan import CampaignPlan, plan_campaign, zone_of
 from kubectl_rollout.campaign.pod_rules import holds_node, rule_filter, rule_of, ruled
 from kubectl_rollout.campaign.settings import CampaignSettings, NodeLabel, settings_of
 from kubectl_rollout.drain.engine import DrainEngine, DrainError, NodeOutcome
-from kubectl_rollout.drain.node_events import record_node_event
+from kubectl_rollout.drain.node_events import record_event_on_node
 from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.drain import WaitingForWorkloads, WorkloadRef
 from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, OnBlocked, OnHookFailure
 from kubectl_rollout.kube.api_retry import call_with_retry
@@ -89,7 +91,6 @@ class CampaignEngine:
         self.job = job
         self.context = context
         self.connection = connection
-        self.emit = context.emit
         self.cancel = context.cancel
         self.settings: CampaignSettings = settings_of(job)
         # The drains stop on the job's cancel, and (--at-window-end stop) on the window's end: a switch of
@@ -111,6 +112,14 @@ class CampaignEngine:
         self._closed = threading.Event()
         self._relay = threading.Thread(target=self._relay_cancel, daemon=True, name="campaign-cancel")
         self._relay.start()
+
+    def emit(self, event: Event) -> None:
+        """Say ``event``, then put it on its nodes as Kubernetes Events (``campaign.node_events``)."""
+        self.context.emit(event)
+        for said in node_events(event, job=self.context.job_id or ""):
+            record_event_on_node(
+                self.cluster, said.node, reason=said.reason, message=said.message, warning=said.warning
+            )
 
     def _relay_cancel(self) -> None:
         while not self._closed.is_set():
@@ -313,7 +322,6 @@ class CampaignEngine:
         if self.job.on_hook_failure is OnHookFailure.STOP:
             raise CampaignStopped(f"node/{name}: {why}; no node starts after it (--on-hook-failure stop)")
         self.emit(ev.NodeSkipped(node=name, reason=why, uncordoned=False))
-        record_node_event(self.cluster, node, reason="CampaignSkipped", message=f"Skipped: {why}", warning=True)
         tally.skipped.append(name)
         return False
 
@@ -336,8 +344,6 @@ class CampaignEngine:
         if fresh is not None and self.job.uncordon:
             self.drainer.uncordon(fresh)
             uncordoned = True
-        if fresh is not None:
-            record_node_event(self.cluster, fresh, reason="CampaignDone", message="Node done by the campaign")
         self.emit(ev.NodeDone(node=name, uncordoned=uncordoned, replaced=fresh is None or _replaced(node, fresh)))
         tally.done.append(name)
 
@@ -446,7 +452,6 @@ class CampaignEngine:
             if fresh is not None:
                 self.drainer.uncordon(fresh)
             self.emit(ev.NodeSkipped(node=name, reason=reason, uncordoned=fresh is not None))
-            record_node_event(self.cluster, node, reason="CampaignSkipped", message=f"Skipped: {reason}", warning=True)
             return _NodeResult(node=node, settled=_Settled.SKIPPED)
         if choice is OnBlocked.KEEP:
             label = f"{KEPT_LABEL}={self.context.job_id or 'true'}"
@@ -456,9 +461,6 @@ class CampaignEngine:
                 {"metadata": {"labels": {KEPT_LABEL: self.context.job_id or "true"}}},
             )
             self.emit(ev.NodeKept(node=name, reason=reason, label=label))
-            record_node_event(
-                self.cluster, node, reason="CampaignKept", message=f"Kept cordoned: {reason}", warning=True
-            )
             return _NodeResult(node=node, settled=_Settled.KEPT)
         return _NodeResult(node=node, settled=_Settled.FAILED)  # wait: only an error ends a node's drain
 

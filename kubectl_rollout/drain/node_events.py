@@ -40,7 +40,11 @@ def record_event(
 
 
 def record_node_event(cluster: Cluster, node: Any, *, reason: str, message: str, warning: bool = False) -> None:
-    name = node.metadata.name
+    record_event_on_node(cluster, node.metadata.name, reason=reason, message=message, warning=warning)
+
+
+def record_event_on_node(cluster: Cluster, name: str, *, reason: str, message: str, warning: bool = False) -> None:
+    """One Event on node ``name``; best effort."""
     involved = client.V1ObjectReference(kind="Node", name=name, uid=name, api_version="v1")
     # Node events live in "default", as the kubelet's and kubectl's do.
     record_event(cluster, involved, namespace="default", reason=reason, message=message, warning=warning)

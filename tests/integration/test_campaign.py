@@ -170,6 +170,14 @@ def draining_events(cluster: Cluster, node: str) -> int:
     return sum(e.count or 1 for e in listing.items)
 
 
+def node_event_reasons(cluster: Cluster, node: str) -> list[str]:
+    """The reasons of the Kubernetes Events on ``node``."""
+    listing = cluster.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={node}"
+    )
+    return [e.reason for e in listing.items]
+
+
 def all_available(cluster: Cluster, namespace: str) -> dict[str, tuple[int, int]]:
     """Each Deployment and StatefulSet of ``namespace``: (available, desired)."""
     found = {}
@@ -294,6 +302,12 @@ def rotate_pool(
     hooks = by_type(result, "HookRan")
     assert len(hooks) == pool.nodes
     assert all(h["exit_code"] == 0 and h["hook"] == "post" for h in hooks)
+    # `kubectl describe node` tells the campaign's steps on each node, each once (Events keep whole seconds: the
+    # order of two in one second is not kept)
+    campaign_steps = ["CampaignDone", "CampaignHookRan", "CampaignSoaked", "CampaignWaveStarted"]
+    for name in zones:
+        reasons = sorted(r for r in node_event_reasons(cluster, name) if r.startswith("Campaign"))
+        assert reasons == campaign_steps, (name, reasons)
 
 
 def test_a_pool_in_waves_keeps_the_budget_one_zone_at_a_time_and_every_pdb_and_replaces_each_node(
