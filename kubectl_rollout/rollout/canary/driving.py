@@ -24,6 +24,7 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.canary.command_gate import CommandGateRun, gate_environment
+from kubectl_rollout.rollout.canary.prometheus_gate_run import measure
 from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of, step_started
 from kubectl_rollout.rollout.canary.state import (
     Advance,
@@ -32,6 +33,7 @@ from kubectl_rollout.rollout.canary.state import (
     GateResult,
     Hold,
     Mark,
+    Measure,
     Move,
     RunGate,
     Unwind,
@@ -43,7 +45,7 @@ from kubectl_rollout.rollout.canary.state import (
 from kubectl_rollout.rollout.plan import ManagedReplicaSet
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
-from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, Step, parse_steps
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, PrometheusGate, Step, parse_steps
 from kubectl_rollout.rollout.steps.weights import Counts
 
 #: who paused a canary at a pause step, or aborted it on a failed gate: the step itself, not a person
@@ -179,11 +181,18 @@ class CanaryWalker:
             return CanaryPass(goal=decision.goal, stable=state.stable, holding=True, until=decision.until)
         if isinstance(decision, RunGate):
             return self._run_gate(record, state, steps, decision, new=new, stable=stable, now=now)
+        if isinstance(decision, Measure):
+            if now < decision.due:
+                return CanaryPass(goal=decision.goal, stable=state.stable, holding=True, until=decision.due)
+            measure(self.cluster, record, state, steps, decision.gate, emit=self.emit, now=now)
+            return CanaryPass(wrote=True)
         if isinstance(decision, GateFailed):
             result = state.gate
             reason = f"{steps[state.step]} failed" + (
                 f" with exit code {result.exit_code}" if result is not None and result.exit_code is not None else ""
             )
+            if result is not None and isinstance(steps[state.step], PrometheusGate):
+                reason += f" ({result.output})"
             return self._abort(record, state, steps, by=BY_STEP, reason=reason, now=now)
         assert isinstance(decision, Unwind)
         goal = decision.goal
