@@ -1,4 +1,4 @@
-"""The Prometheus gate of canary steps against the real control plane (issue 23).
+"""The Prometheus and Job gates of canary steps against the real control plane (issue 23).
 
 The gate's queries go through the API server's service proxy to a small HTTP
 server this test starts, which answers the Prometheus query API from a script.
@@ -7,7 +7,9 @@ only to endpoints that are Pods of the Service's namespace with that pod IP
 (pkg/registry/core/service/storage: ResourceLocation, isValidAddress); so the
 server listens on the host's non-loopback address, and a Pod (kwok runs it)
 is given that address as its IP, named by the Endpoints of a Service without
-selector. RolloutInvariants watch the workload through every step.
+selector. A Job gate's Job runs under the real Job controller, its pod
+succeeding or failing by kwok stage annotations. RolloutInvariants watch the
+workload through every step.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +28,7 @@ from urllib.parse import parse_qs, urlparse
 import manifests
 import pytest
 import watching
+import yaml
 from integration.test_agent import agent_dir
 from integration.test_agent_rollouts import _follow
 from integration.test_canary import (
@@ -38,15 +42,17 @@ from integration.test_canary import (
     set_image_watched,
     until_canary,
     workload,
+    write,
 )
 from invariants import RolloutInvariants
+from kubernetes import client
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events.job import JobFinished
 from kubectl_rollout.kube.cluster_access import Cluster
-from kubectl_rollout.kube.record_names import record_name
+from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 
 __all__ = ["agent_dir"]  # the fixture, shared with test_agent.py
 
@@ -292,3 +298,159 @@ def test_the_agent_killed_between_two_measurements_continues_the_count(
     gaps = [later - earlier for earlier, later in itertools.pairwise(ats)]
     assert all(gap >= 3.0 for gap in gaps), gaps
     print(f"\nmeasurements {gaps} s apart across a SIGKILL of the agent; {len(prometheus.queries)} queries in all")
+
+
+# --- the Job gate ---------------------------------------------------------------------------------------------
+
+
+def job_template(cluster: Cluster, namespace: str, *, behaviour: str, complete_after: str = "0s") -> None:
+    """ConfigMap ``smoke``: a Job whose one pod (kwok) succeeds or fails ``complete_after`` after it starts."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "smoke"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {manifests.BEHAVIOUR: behaviour, manifests.COMPLETE_AFTER: complete_after}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "check", "image": "registry.example/check:v1"}],
+                },
+            },
+        },
+    }
+    cluster.core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "smoke"}, "data": {"job.yaml": yaml.safe_dump(job)}}
+    )
+
+
+class JobCreations(watching.Follower):
+    """Every Job of the namespace as it is created: (name, uid), from a list and a watch that miss nothing."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        super().__init__()
+        self.batch = client.BatchV1Api(cluster.api_client)
+        self.namespace = namespace
+        self.created: list[tuple[str, str]] = []
+
+    def _listing(self) -> tuple[Any, dict[str, Any]]:
+        return self.batch.list_namespaced_job, {"namespace": self.namespace}
+
+    def _seed(self, items: list[Any]) -> None:
+        self.created += [(j.metadata.name, j.metadata.uid) for j in items]
+
+    def _apply(self, kind: str, obj: Any) -> None:
+        if kind == "ADDED":
+            self.created.append((obj.metadata.name, obj.metadata.uid))
+
+    def start(self) -> JobCreations:
+        self._follow()
+        return self
+
+    def stop(self) -> None:
+        self._end()
+
+
+def gate_jobs(cluster: Cluster, namespace: str) -> list[Any]:
+    return list(client.BatchV1Api(cluster.api_client).list_namespaced_job(namespace).items)
+
+
+JOB_STEPS = "setWeight 20\ngate job: smoke\nsetWeight 100"
+
+
+def test_a_job_gate_that_succeeds_goes_on(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path) -> None:
+    job_template(cluster, namespace, behaviour="succeed")
+    creations = JobCreations(cluster, namespace).start()
+    try:
+        result = set_image_watched(cluster, namespace, kubeconfig, tmp_path, JOB_STEPS)
+    finally:
+        creations.stop()
+    assert result.returncode == 0, result.stderr
+    assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
+    (job,) = gate_jobs(cluster, namespace)
+    assert creations.created == [(job.metadata.name, job.metadata.uid)]
+    assert any(c.type == "Complete" and c.status == "True" for c in job.status.conditions)
+    assert (job.metadata.labels[WORKLOAD_LABEL], job.metadata.labels["rollout-plus.io/canary-step"]) == (
+        "web",
+        "2",
+    )
+    assert job.metadata.owner_references[0].name == record_name("web")
+    env = {e.name: e.value for e in job.spec.template.spec.containers[0].env}
+    assert (env["ROLLOUT_PLUS_WORKLOAD"], env["ROLLOUT_PLUS_NAMESPACE"], env["ROLLOUT_PLUS_STEP"]) == (
+        "web",
+        namespace,
+        "2",
+    )
+    assert job.spec.active_deadline_seconds == 600
+    state = canary_state(cluster, namespace)
+    assert state["gate"]["ok"] is True
+    assert "step 2/3: gate passed" in result.stdout
+
+
+def test_a_job_gate_that_fails_aborts(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path) -> None:
+    job_template(cluster, namespace, behaviour="fail")
+    result = set_image_watched(cluster, namespace, kubeconfig, tmp_path, JOB_STEPS)
+    assert result.returncode == 1
+    assert "canary aborted" in result.stderr
+    assert counts(cluster, namespace) == {V2: (0, 0), manifests.IMAGE: (10, 10)}
+    state = canary_state(cluster, namespace)
+    assert state["aborted"]["by"] == "step"
+    assert "Failed: BackoffLimitExceeded" in state["gate"]["output"]
+    assert len(gate_jobs(cluster, namespace)) == 1
+
+
+def test_the_agent_killed_while_the_job_runs_follows_the_same_job(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    job_template(cluster, namespace, behaviour="succeed", complete_after="6s")
+    created(cluster, namespace, kubeconfig, tmp_path, workload(JOB_STEPS))
+    creations = JobCreations(cluster, namespace).start()
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(set_image_job(kubeconfig, namespace))
+        assert creations.wait(lambda: len(creations.created) == 1, timeout=90), "the gate's Job was never created"
+        killed_at = time.time()
+        restart_agent(agent_dir, pid)  # the new agent resumes the job, and finds the Job already there
+        seen = _follow(agent_dir, job.id)
+    finally:
+        fenceposts.stop()
+        creations.stop()
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert (finished.state, finished.exit_code) == ("succeeded", 0), finished
+    assert fenceposts.breaches_of(10, "25%", "25%") == []
+    assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
+    # Exactly one Job was ever created for the step, and it is the one that passed the gate.
+    (gate_job,) = gate_jobs(cluster, namespace)
+    assert creations.created == [(gate_job.metadata.name, gate_job.metadata.uid)]
+    ran = [e.event for e in seen if isinstance(e.event, cev.GateRan)]
+    assert len(ran) == 1
+    assert ran[0].ok
+    assert gate_job.metadata.name in ran[0].output
+    # The Job was still running when its driver was killed: the new driver followed it to its end.
+    ended_at = gate_job.status.completion_time.timestamp()
+    assert ended_at > killed_at
+    print(f"\nthe gate's Job ended {ended_at - killed_at:.1f} s after its driver was SIGKILLed; one Job in all")
+
+
+def test_a_job_gate_naming_a_missing_template_is_refused_before_anything_is_written(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    created(cluster, namespace, kubeconfig, tmp_path, workload(None))
+    before = cluster.core.read_namespaced_config_map(record_name("web"), namespace).metadata.resource_version
+    document = workload(JOB_STEPS)
+    document["spec"]["template"]["spec"]["containers"][0]["image"] = V2
+    result = plugin(kubeconfig, namespace, "apply", "-f", str(write(tmp_path, document, "gated.yaml")))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        'error: workload "web" has invalid canary steps (rollout-plus.io/steps): step 2 (gate job: smoke): '
+        f'ConfigMap "smoke" (namespace "{namespace}") is not found; create it with the Job manifest under key '
+        "job.yaml; nothing was changed"
+    )
+    after = cluster.core.read_namespaced_config_map(record_name("web"), namespace).metadata.resource_version
+    assert after == before
+    assert counts(cluster, namespace) == {manifests.IMAGE: (10, 10)}
+    assert gate_jobs(cluster, namespace) == []

@@ -24,6 +24,8 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.canary.command_gate import CommandGateRun, gate_environment
+from kubectl_rollout.rollout.canary.gate_thread import GateThread
+from kubectl_rollout.rollout.canary.job_gate_run import job_gate_run
 from kubectl_rollout.rollout.canary.prometheus_gate_run import measure
 from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of, step_started
 from kubectl_rollout.rollout.canary.state import (
@@ -45,7 +47,7 @@ from kubectl_rollout.rollout.canary.state import (
 from kubectl_rollout.rollout.plan import ManagedReplicaSet
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
-from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, PrometheusGate, Step, parse_steps
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, CommandGate, Step, parse_steps
 from kubectl_rollout.rollout.steps.weights import Counts
 
 #: who paused a canary at a pause step, or aborted it on a failed gate: the step itself, not a person
@@ -89,7 +91,7 @@ class CanaryWalker:
         self.name = name
         self.emit = emit
         self._wake = wake
-        self._gate: CommandGateRun | None = None
+        self._gate: GateThread | None = None
         #: (canary hash, step) of the gate run by this driver
         self._gate_for: tuple[str, int] | None = None
         #: (canary hash, step) of the last StepStarted reported, so that a driver that takes over says it once
@@ -191,7 +193,7 @@ class CanaryWalker:
             reason = f"{steps[state.step]} failed" + (
                 f" with exit code {result.exit_code}" if result is not None and result.exit_code is not None else ""
             )
-            if result is not None and isinstance(steps[state.step], PrometheusGate):
+            if result is not None and not isinstance(steps[state.step], CommandGate):
                 reason += f" ({result.output})"
             return self._abort(record, state, steps, by=BY_STEP, reason=reason, now=now)
         assert isinstance(decision, Unwind)
@@ -350,7 +352,12 @@ class CanaryWalker:
                 canary=new.name if new is not None else "",
                 stable=stable.name if stable is not None else state.stable,
             )
-            self._gate = CommandGateRun(decision.gate.command, environment).start(self._wake)
+            gate = decision.gate
+            self._gate = (
+                CommandGateRun(gate.command, environment)
+                if isinstance(gate, CommandGate)
+                else job_gate_run(self.cluster, record, state, gate, environment)
+            ).start(self._wake)
             self._gate_for = key
             self.emit(cev.GateStarted(workload=self.name, step=state.step + 1, steps=len(steps), text=text))
             return holding
@@ -381,7 +388,13 @@ class CanaryWalker:
                 on_failure=decision.gate.on_failure.value,
             )
         )
-        verdict = "passed" if outcome.ok else f"failed (exit code {outcome.exit_code})"
+        verdict = (
+            "passed"
+            if outcome.ok
+            else f"failed (exit code {outcome.exit_code})"
+            if outcome.exit_code is not None
+            else f"failed ({outcome.output[-300:]})"
+        )
         self._tell(
             record,
             "GateRan",

@@ -23,7 +23,8 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.steps.prometheus_gate import PrometheusService
 
-#: one query gets this long (Prometheus' own default query timeout is 2 minutes; a gate's answer should be quick)
+#: one query gets this long (Prometheus' own default query timeout is 2 minutes; a gate's answer should be quick):
+#: the driver's pass waits for it, well inside the workload Lease's 15 s
 QUERY_TIMEOUT_SECONDS = 10.0
 #: the body kept of an answer (a query API answer for one number is small)
 LONGEST_BODY = 64 * 1024

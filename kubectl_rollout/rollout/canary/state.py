@@ -20,6 +20,7 @@ from typing import Any
 from kubectl_rollout.rollout.canary.prometheus_analysis import Measurement
 from kubectl_rollout.rollout.steps.format import (
     CommandGate,
+    JobGate,
     ManualGate,
     OnFailure,
     Pause,
@@ -190,10 +191,10 @@ class Hold:
 
 @dataclass(frozen=True, kw_only=True)
 class RunGate:
-    """Hold at ``goal`` while the command gate of the current step runs (or is started)."""
+    """Hold at ``goal`` while the command or Job gate of the current step runs (or is started)."""
 
     goal: Counts
-    gate: CommandGate
+    gate: CommandGate | JobGate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,14 +244,14 @@ def decide(*, steps: tuple[Step, ...], state: CanaryState, replicas: int, now: f
         return Advance() if now >= until else Hold(goal=goal, until=until)
     if isinstance(step, Pause | ManualGate):
         return Hold(goal=goal, until=None, mark_paused=state.paused is None)
-    assert isinstance(step, CommandGate | PrometheusGate)
+    assert isinstance(step, CommandGate | JobGate | PrometheusGate)
     result = state.gate if state.gate is not None and state.gate.step == state.step else None
     if result is None and isinstance(step, PrometheusGate):
         taken = state.step_measurements()
         due = taken[-1].at + step.options.interval if taken else state.step_started_at
         return Measure(goal=goal, gate=step, due=due)
     if result is None:
-        assert isinstance(step, CommandGate)
+        assert isinstance(step, CommandGate | JobGate)
         return RunGate(goal=goal, gate=step)
     if result.ok:
         return Advance()
