@@ -1,7 +1,7 @@
 """Small builders for the objects tests create, as plain dicts the client accepts.
 
 Pod behaviour under kwok is chosen by annotation (hack/kwok/stages.yaml):
-``rollout-plus.test/ready-after``, ``rollout-plus.test/behaviour``,
+``rollout-plus.test/ready-after``, ``rollout-plus.test/behaviour``, ``rollout-plus.test/complete-after``,
 ``rollout-plus.test/on-sigterm``.
 """
 
@@ -13,6 +13,8 @@ IMAGE = "registry.example/app:v1"
 READY_AFTER = "rollout-plus.test/ready-after"
 BEHAVIOUR = "rollout-plus.test/behaviour"
 RESTART_EVERY = "rollout-plus.test/restart-every"
+#: with BEHAVIOUR succeed or fail: the pod ends after this long ("4s"; default at once)
+COMPLETE_AFTER = "rollout-plus.test/complete-after"
 ON_SIGTERM = "rollout-plus.test/on-sigterm"
 
 

@@ -138,11 +138,23 @@ def _gate_started(event: cev.GateStarted, _view: RolloutView) -> Iterator[Line]:
     yield "err", f"  step {event.step}/{event.steps}: running {event.text}"
 
 
+def _gate_measured(event: cev.GateMeasured, _view: RolloutView) -> Iterator[Line]:
+    said = "".join(c if c.isprintable() else "?" for c in (event.value or event.detail)[:200])
+    yield (
+        "err",
+        f"  step {event.step}/{event.steps}: measurement {event.measurement}/{event.count} {event.phase}: {said}",
+    )
+
+
 def _gate_ran(event: cev.GateRan, _view: RolloutView) -> Iterator[Line]:
     if event.ok:
         verdict = "passed"
+    elif event.inconclusive:
+        verdict = "inconclusive; paused until promoted"
     elif event.exit_code is None:
-        verdict = f"failed (did not finish); on failure: {event.on_failure}"
+        # A command that has no exit code did not finish; a Prometheus gate has none to give.
+        finished = " (did not finish)" if event.text.startswith("gate command") else ""
+        verdict = f"failed{finished}; on failure: {event.on_failure}"
     else:
         verdict = f"failed with exit code {event.exit_code}; on failure: {event.on_failure}"
     last = event.output.strip().splitlines()[-1:] if event.output.strip() else []
@@ -173,6 +185,7 @@ ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
     cev.StepReached: _step_reached,
     cev.PausedAtStep: _paused_at_step,
     cev.GateStarted: _gate_started,
+    cev.GateMeasured: _gate_measured,
     cev.GateRan: _gate_ran,
     cev.Promoted: _promoted,
     cev.Aborted: _aborted,

@@ -27,10 +27,12 @@ from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.kube.workload_lease import LeaseHeld, refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.canary import commands as canary_commands
+from kubectl_rollout.rollout.canary.job_template import check_job_templates
 from kubectl_rollout.rollout.driver import RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.permissions import rollout_permissions
 from kubectl_rollout.rollout.record import read
+from kubectl_rollout.rollout.spec import parse_workload
 
 __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action", "run_rollout_job"]
 
@@ -106,6 +108,9 @@ def _run(
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")
+        # A Job gate's template is checked before anything is written: the manifest's own checks are pure.
+        spec = parse_workload(action.manifest, default_namespace=cluster.namespace)
+        check_job_templates(cluster, namespace=spec.namespace, workload=spec.name, annotations=spec.annotations)
         recorded = operations.apply_manifest(cluster, action.manifest, emit)
     elif kind is ActionKind.SET_IMAGE:
         recorded = operations.set_image(cluster, namespace, name, action.images, emit)

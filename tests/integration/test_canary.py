@@ -115,6 +115,39 @@ def plan_rows(output: str) -> list[tuple[str, str, int, int, int]]:
     return rows
 
 
+def set_image_watched(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, steps: str) -> Any:
+    """The workload created with ``steps``, then ``set image`` to V2 with RolloutInvariants watching: none breached."""
+    created(cluster, namespace, kubeconfig, tmp_path, workload(steps))
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    try:
+        result = plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}")
+    finally:
+        fenceposts.stop()
+    assert fenceposts.breaches_of(10, "25%", "25%") == []
+    return result
+
+
+def set_image_job(kubeconfig: Path, namespace: str) -> JobSpec:
+    """``set image web app=V2`` as a job for the agent."""
+    return JobSpec(
+        kind=JobKind.ROLLOUT,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        rollout=RolloutAction(
+            kind=ActionKind.SET_IMAGE, name="web", images=(ContainerImage(container="app", image=V2),)
+        ),
+    )
+
+
+def restart_agent(agent_dir: AgentPaths, pid: int) -> int:
+    """SIGKILL the agent ``pid``, start another (it resumes the unfinished jobs); its pid."""
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_gone(pid, 10)
+    with connect(agent_dir, name="test") as agent:
+        started = int(agent.agent["pid"])
+    assert started != pid
+    return started
+
+
 # --- the issue's example -------------------------------------------------------------------------------------
 
 
@@ -283,13 +316,7 @@ def test_a_failing_command_gate_aborts_or_pauses_as_configured(
 ) -> None:
     marker = tmp_path / "gate-env"
     steps = f"setWeight 30\ngate command on-failure={on_failure}: env > {marker}; exit 3\nsetWeight 100"
-    created(cluster, namespace, kubeconfig, tmp_path, workload(steps))
-    fenceposts = RolloutInvariants(cluster, namespace).start()
-    try:
-        result = plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}")
-    finally:
-        fenceposts.stop()
-    assert fenceposts.breaches_of(10, "25%", "25%") == []
+    result = set_image_watched(cluster, namespace, kubeconfig, tmp_path, steps)
     assert "step 2/3: gate failed with exit code 3" in result.stdout
     environment = dict(line.split("=", 1) for line in marker.read_text().splitlines() if "=" in line)
     assert environment["ROLLOUT_PLUS_WORKLOAD"] == "web"
@@ -320,6 +347,11 @@ def test_a_failing_command_gate_aborts_or_pauses_as_configured(
         ("setWeight 120", "step 1 ('setWeight 120'): weight 120% is above 100%"),
         ("setWeight 50; setWeight 20", "step 2 (setWeight 20%): weights must not decrease"),
         ("setWeight 10\ngate command:", "the command gate names no command"),
+        ("setWeight 10\ngate prometheus service=prometheus:9090 threshold=<0.05:", "the Prometheus gate has no query"),
+        (
+            "setWeight 10\ngate prometheus service=prometheus:9090 threshold='about 5': up",
+            "step 2 (\"gate prometheus service=prometheus:9090 threshold='about 5': up\"): threshold 'about 5' is not",
+        ),
     ],
 )
 def test_malformed_steps_are_refused_before_anything_is_written(
@@ -370,13 +402,7 @@ def test_the_agent_killed_during_a_gate_and_a_timed_pause_resumes_without_a_seco
     log = tmp_path / "gate.log"
     steps = f"setWeight 20\ngate command: echo start >> {log}; sleep 4; echo done >> {log}\npause 8s\nsetWeight 100"
     created(cluster, namespace, kubeconfig, tmp_path, workload(steps))
-    spec = JobSpec(
-        kind=JobKind.ROLLOUT,
-        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
-        rollout=RolloutAction(
-            kind=ActionKind.SET_IMAGE, name="web", images=(ContainerImage(container="app", image=V2),)
-        ),
-    )
+    spec = set_image_job(kubeconfig, namespace)
     fenceposts = RolloutInvariants(cluster, namespace).start()
     try:
         with connect(agent_dir, name="test") as agent:
@@ -395,10 +421,7 @@ def test_the_agent_killed_during_a_gate_and_a_timed_pause_resumes_without_a_seco
         # Kill it 3 s into the 8 s pause (a point in time, not a wait for something to happen).
         threading.Event().wait(max(0.0, pause["step_started_at"] + 3 - time.time()))
         killed_at = time.time()
-        os.kill(pid, signal.SIGKILL)
-        assert _wait_gone(pid, 10)
-        with connect(agent_dir, name="test") as agent:
-            assert agent.agent["pid"] != pid
+        restart_agent(agent_dir, pid)
         ended = until_canary(cluster, namespace, "the pause's end", lambda s: s.get("step") == 3)
         seen = _follow(agent_dir, job.id)
     finally:

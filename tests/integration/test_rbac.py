@@ -24,6 +24,7 @@ import watching
 import yaml
 from access_review import allowed, named_permissions
 from cluster_setup import deploy
+from integration.test_canary_gates import FakePrometheus, job_template, prometheus
 from integration.test_drain import add_pdb, by_type, drain, only_schedulable, pods_on
 from integration.test_drain_surge import (
     managed_one_replica,
@@ -37,6 +38,8 @@ from kubernetes import client
 from plugin import run_plugin
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
+
+__all__ = ["prometheus"]  # the fixture, shared with test_canary_gates.py
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "docs" / "rbac"
@@ -236,6 +239,58 @@ def test_apply_without_one_verb_of_the_role_says_which_and_changes_nothing(
     assert f"may not {verb} {resource}" in line
     assert "kubectl rollout-plus apply web needs; nothing was changed" in line
     assert state(cluster, namespace) == before
+
+
+def gated_manifest(tmp_path: Path, steps: str) -> Path:
+    document = manifests.deployment("web", replicas=2, annotations={manifests.READY_AFTER: "1s"})
+    document["metadata"]["annotations"] = {"rollout-plus.io/steps": steps}
+    path = tmp_path / "gated.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_canary_gates_work_with_exactly_the_documented_role(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path, prometheus: FakePrometheus
+) -> None:
+    config = kubeconfig_for(role_document("rollout"))
+    job_template(cluster, namespace, behaviour="succeed")
+    steps = "setWeight 50\ngate prometheus service=prometheus:9090 threshold='< 0.05' count=1: up\ngate job: smoke"
+    for step in (
+        ("apply", "-f", str(gated_manifest(tmp_path, steps)), "--timeout", "90s"),
+        ("set", "image", "web", "app=registry.example/app:v2", "--timeout", "90s"),
+    ):
+        result = run_plugin(*step, kubeconfig=config)
+        assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
+    assert prometheus.queries == ["up"]
+    (job,) = client.BatchV1Api(cluster.api_client).list_namespaced_job(namespace).items
+    assert any(c.type == "Complete" and c.status == "True" for c in job.status.conditions)
+    reasons = {e.reason for e in cluster.core.list_namespaced_event(namespace).items}
+    assert {"GateMeasured", "GateRan", "StepsDone"} <= reasons  # the Events, created under the Role
+    deployed = cluster.apps.list_namespaced_replica_set(namespace).items
+    assert {(r.spec.template.spec.containers[0].image, r.status.available_replicas or 0) for r in deployed} == {
+        ("registry.example/app:v2", 2),
+        (manifests.IMAGE, 0),
+    }
+
+
+def test_a_prometheus_gate_without_the_service_proxy_grant_pauses_saying_so(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path, prometheus: FakePrometheus
+) -> None:
+    config = kubeconfig_for(without(role_document("rollout"), "services/proxy", "get"))
+    steps = "setWeight 50\ngate prometheus service=prometheus:9090 threshold='< 0.05' count=1: up"
+    for step in (
+        ("apply", "-f", str(gated_manifest(tmp_path, steps)), "--timeout", "90s"),
+        ("set", "image", "web", "app=registry.example/app:v2", "--timeout", "90s"),
+    ):
+        result = run_plugin(*step, kubeconfig=config)
+        assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
+    assert "gate inconclusive; paused until promoted" in result.stdout
+    assert prometheus.queries == []
+    record = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+    (measured,) = json.loads(record.data["canary"])["measurements"]
+    assert measured["phase"] == "inconclusive"
+    assert measured["detail"].startswith("HTTP 403: ")
+    assert 'cannot get resource "services/proxy"' in measured["detail"]
 
 
 @pytest.mark.parametrize(

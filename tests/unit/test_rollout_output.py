@@ -210,3 +210,25 @@ def test_a_gates_output_reaches_the_terminal_without_its_escapes() -> None:
         cev.GateRan(workload="web", step=1, steps=1, text="gate command: x", ok=True, output="ok \x1b[2J\x07done\n")
     )
     assert out == ["step 1/1: gate passed (ok ?[2J?done)"]
+
+
+def test_a_prometheus_gates_measurements_and_verdicts() -> None:
+    text = "gate prometheus service=prometheus:9090 threshold='< 0.05' count=2: up"
+    out, err = render(
+        cev.GateMeasured(workload="web", step=2, steps=3, measurement=1, count=2, phase="successful", value="0.01"),
+        cev.GateMeasured(
+            workload="web", step=2, steps=3, measurement=2, count=2, phase="inconclusive", detail="no sample\x1b[2J"
+        ),
+        cev.GateRan(workload="web", step=2, steps=3, text=text, ok=False, inconclusive=True, output="1 successful"),
+        cev.GateRan(workload="web", step=2, steps=3, text=text, ok=False, output="0 successful, 1 failed"),
+        cev.GateRan(workload="web", step=2, steps=3, text="gate job: smoke", ok=False, output="Job x: Failed"),
+    )
+    assert err == [
+        "  step 2/3: measurement 1/2 successful: 0.01",
+        "  step 2/3: measurement 2/2 inconclusive: no sample?[2J",
+    ]
+    assert out == [
+        "step 2/3: gate inconclusive; paused until promoted (1 successful)",
+        "step 2/3: gate failed; on failure: abort (0 successful, 1 failed)",
+        "step 2/3: gate failed; on failure: abort (Job x: Failed)",
+    ]

@@ -64,7 +64,7 @@ def test_a_command_takes_the_rest_of_its_line_but_not_the_next_line() -> None:
         ("pause 25h", "a timed pause lasts from 1s to 24h0m0s"),
         ("pause soon", "invalid duration 'soon'"),
         ("setWeight 10; wait 5s", "step 2 ('wait 5s'): not a step"),
-        ("gate prometheus: up", "step 1 ('gate prometheus: up'): not a step"),
+        ("gate prometheus: up", "step 1 ('gate prometheus: up'): the Prometheus gate names no service"),
     ],
 )
 def test_bad_steps_name_the_workload_the_step_and_the_problem(text: str, words: str) -> None:

@@ -3,7 +3,8 @@
 A rollout job whose workload has steps emits, beside the rollout's own events:
 ``CanaryStarted`` when a new revision begins its steps, ``StepStarted`` and
 ``StepReached`` for each step, ``PausedAtStep`` where it waits for a person,
-``GateStarted`` / ``GateRan`` for a gate, ``Promoted``, ``Aborted``,
+``GateStarted`` / ``GateRan`` for a gate (``GateMeasured`` for each
+measurement of a Prometheus gate), ``Promoted``, ``Aborted``,
 ``Retried`` for what a person did, and ``StepsDone`` when the last step is over.
 Steps are numbered from 1, as people count them (``step 3/5``).
 """
@@ -83,6 +84,25 @@ class GateStarted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GateMeasured(Event):
+    """One measurement of a Prometheus gate, as recorded on the workload before the driver acted on it."""
+
+    TYPE = "GateMeasured"
+
+    workload: str
+    step: int
+    steps: int
+    #: this measurement's number (from 1) and how many the gate takes at most
+    measurement: int
+    count: int
+    #: "successful", "failed" or "inconclusive"
+    phase: str
+    #: the number the query gave ("" when none), and why it is inconclusive
+    value: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class GateRan(Event):
     """A gate's verdict, as recorded on the workload before the driver acted on it."""
 
@@ -100,6 +120,8 @@ class GateRan(Event):
     seconds: float = 0.0
     #: what a failure does: "abort" or "pause"
     on_failure: str = "abort"
+    #: neither passed nor failed (a Prometheus gate at its inconclusive limit): the canary pauses
+    inconclusive: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,22 +20,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+
+from kubectl_rollout.rollout.canary.gate_thread import GateOutcome, GateThread
 
 #: a gate's command gets this long, then it is killed and counts as failed
 GATE_TIMEOUT_SECONDS = 600.0
 #: the output kept for the record and the events: its last characters
 OUTPUT_KEPT = 2000
 _PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class GateOutcome:
-    ok: bool
-    exit_code: int | None
-    output: str
-    started_at: float
-    finished_at: float
 
 
 def gate_environment(
@@ -65,28 +57,18 @@ def _die_with_parent() -> Callable[[], None] | None:
     return set_death_signal
 
 
-class CommandGateRun:
+class CommandGateRun(GateThread):
     """One run of a gate's command, on a thread; ``outcome`` once it has ended."""
 
     def __init__(self, command: str, environment: Mapping[str, str], *, timeout: float = GATE_TIMEOUT_SECONDS) -> None:
+        super().__init__(name="canary-gate")
         self.command = command
         self.environment = {**os.environ, **environment}
         self.timeout = timeout
         self.started_at = time.time()
-        self.outcome: GateOutcome | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="canary-gate", daemon=True)
-
-    def start(self, on_end: Callable[[], None]) -> CommandGateRun:
-        self._on_end = on_end
-        self._thread.start()
-        return self
-
-    @property
-    def finished(self) -> bool:
-        return self.outcome is not None
 
     def stop(self) -> None:
         """Kill the command (the driver is ending without its verdict); the next driver runs it again."""

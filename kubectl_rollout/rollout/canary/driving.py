@@ -24,6 +24,9 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.canary.command_gate import CommandGateRun, gate_environment
+from kubectl_rollout.rollout.canary.gate_thread import GateThread
+from kubectl_rollout.rollout.canary.job_gate_run import job_gate_run
+from kubectl_rollout.rollout.canary.prometheus_gate_run import measure
 from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of, step_started
 from kubectl_rollout.rollout.canary.state import (
     Advance,
@@ -32,6 +35,7 @@ from kubectl_rollout.rollout.canary.state import (
     GateResult,
     Hold,
     Mark,
+    Measure,
     Move,
     RunGate,
     Unwind,
@@ -43,7 +47,7 @@ from kubectl_rollout.rollout.canary.state import (
 from kubectl_rollout.rollout.plan import ManagedReplicaSet
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
-from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, Step, parse_steps
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, CommandGate, Step, parse_steps
 from kubectl_rollout.rollout.steps.weights import Counts
 
 #: who paused a canary at a pause step, or aborted it on a failed gate: the step itself, not a person
@@ -87,7 +91,7 @@ class CanaryWalker:
         self.name = name
         self.emit = emit
         self._wake = wake
-        self._gate: CommandGateRun | None = None
+        self._gate: GateThread | None = None
         #: (canary hash, step) of the gate run by this driver
         self._gate_for: tuple[str, int] | None = None
         #: (canary hash, step) of the last StepStarted reported, so that a driver that takes over says it once
@@ -179,11 +183,18 @@ class CanaryWalker:
             return CanaryPass(goal=decision.goal, stable=state.stable, holding=True, until=decision.until)
         if isinstance(decision, RunGate):
             return self._run_gate(record, state, steps, decision, new=new, stable=stable, now=now)
+        if isinstance(decision, Measure):
+            if now < decision.due:
+                return CanaryPass(goal=decision.goal, stable=state.stable, holding=True, until=decision.due)
+            measure(self.cluster, record, state, steps, decision.gate, emit=self.emit, now=now)
+            return CanaryPass(wrote=True)
         if isinstance(decision, GateFailed):
             result = state.gate
             reason = f"{steps[state.step]} failed" + (
                 f" with exit code {result.exit_code}" if result is not None and result.exit_code is not None else ""
             )
+            if result is not None and not isinstance(steps[state.step], CommandGate):
+                reason += f" ({result.output})"
             return self._abort(record, state, steps, by=BY_STEP, reason=reason, now=now)
         assert isinstance(decision, Unwind)
         goal = decision.goal
@@ -341,7 +352,12 @@ class CanaryWalker:
                 canary=new.name if new is not None else "",
                 stable=stable.name if stable is not None else state.stable,
             )
-            self._gate = CommandGateRun(decision.gate.command, environment).start(self._wake)
+            gate = decision.gate
+            self._gate = (
+                CommandGateRun(gate.command, environment)
+                if isinstance(gate, CommandGate)
+                else job_gate_run(self.cluster, record, state, gate, environment)
+            ).start(self._wake)
             self._gate_for = key
             self.emit(cev.GateStarted(workload=self.name, step=state.step + 1, steps=len(steps), text=text))
             return holding
@@ -372,7 +388,13 @@ class CanaryWalker:
                 on_failure=decision.gate.on_failure.value,
             )
         )
-        verdict = "passed" if outcome.ok else f"failed (exit code {outcome.exit_code})"
+        verdict = (
+            "passed"
+            if outcome.ok
+            else f"failed (exit code {outcome.exit_code})"
+            if outcome.exit_code is not None
+            else f"failed ({outcome.output[-300:]})"
+        )
         self._tell(
             record,
             "GateRan",

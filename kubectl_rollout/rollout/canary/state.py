@@ -17,7 +17,18 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_rollout.rollout.steps.format import CommandGate, ManualGate, OnFailure, Pause, SetWeight, Step, weight_at
+from kubectl_rollout.rollout.canary.prometheus_analysis import Measurement
+from kubectl_rollout.rollout.steps.format import (
+    CommandGate,
+    JobGate,
+    ManualGate,
+    OnFailure,
+    Pause,
+    PrometheusGate,
+    SetWeight,
+    Step,
+    weight_at,
+)
 from kubectl_rollout.rollout.steps.weights import Counts, step_goal
 
 
@@ -57,6 +68,8 @@ class GateResult:
     output: str = ""
     started_at: float = 0.0
     finished_at: float = 0.0
+    #: neither passed nor failed (a Prometheus gate at its inconclusive limit): the canary pauses
+    inconclusive: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -73,6 +86,7 @@ class GateResult:
             output=str(raw.get("output", "")),
             started_at=float(raw.get("started_at", 0.0)),
             finished_at=float(raw.get("finished_at", 0.0)),
+            inconclusive=bool(raw.get("inconclusive", False)),
         )
 
 
@@ -98,10 +112,17 @@ class CanaryState:
     aborted: Mark | None = None
     retried: Mark | None = None
     gate: GateResult | None = None
+    #: the measurements of the last Prometheus gate (``step_measurements``: the current step's), each recorded
+    #: before the driver acts on it
+    measurements: tuple[Measurement, ...] = ()
 
     @property
     def done(self) -> bool:
         return self.full or self.step >= len(self.steps)
+
+    def step_measurements(self) -> tuple[Measurement, ...]:
+        """The measurements taken for the current step since it began (a retry begins it again)."""
+        return tuple(m for m in self.measurements if m.step == self.step and m.at >= self.step_started_at)
 
     def as_dict(self) -> dict[str, Any]:
         raw: dict[str, Any] = {
@@ -118,6 +139,8 @@ class CanaryState:
             value = getattr(self, key)
             if value is not None:
                 raw[key] = value.as_dict()
+        if self.measurements:
+            raw["measurements"] = [m.as_dict() for m in self.measurements]
         return raw
 
     @classmethod
@@ -139,6 +162,9 @@ class CanaryState:
             aborted=Mark.from_dict(raw.get("aborted")),
             retried=Mark.from_dict(raw.get("retried")),
             gate=GateResult.from_dict(raw.get("gate")),
+            measurements=tuple(
+                m for m in (Measurement.from_dict(r) for r in raw.get("measurements") or ()) if m is not None
+            ),
         )
 
 
@@ -165,10 +191,20 @@ class Hold:
 
 @dataclass(frozen=True, kw_only=True)
 class RunGate:
-    """Hold at ``goal`` while the command gate of the current step runs (or is started)."""
+    """Hold at ``goal`` while the command or Job gate of the current step runs (or is started)."""
 
     goal: Counts
-    gate: CommandGate
+    gate: CommandGate | JobGate
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measure:
+    """Hold at ``goal`` while the Prometheus gate of the current step measures: the next measurement is due at
+    ``due`` (epoch seconds; the first at once, each next one an interval after the last recorded)."""
+
+    goal: Counts
+    gate: PrometheusGate
+    due: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +226,7 @@ class Unwind:
     goal: Counts
 
 
-Decision = Move | Hold | RunGate | Advance | GateFailed | Unwind
+Decision = Move | Hold | RunGate | Measure | Advance | GateFailed | Unwind
 
 
 def decide(*, steps: tuple[Step, ...], state: CanaryState, replicas: int, now: float) -> Decision | None:
@@ -208,13 +244,18 @@ def decide(*, steps: tuple[Step, ...], state: CanaryState, replicas: int, now: f
         return Advance() if now >= until else Hold(goal=goal, until=until)
     if isinstance(step, Pause | ManualGate):
         return Hold(goal=goal, until=None, mark_paused=state.paused is None)
-    assert isinstance(step, CommandGate)
+    assert isinstance(step, CommandGate | JobGate | PrometheusGate)
     result = state.gate if state.gate is not None and state.gate.step == state.step else None
+    if result is None and isinstance(step, PrometheusGate):
+        taken = state.step_measurements()
+        due = taken[-1].at + step.options.interval if taken else state.step_started_at
+        return Measure(goal=goal, gate=step, due=due)
     if result is None:
+        assert isinstance(step, CommandGate | JobGate)
         return RunGate(goal=goal, gate=step)
     if result.ok:
         return Advance()
-    if step.on_failure is OnFailure.PAUSE:
+    if step.on_failure is OnFailure.PAUSE or result.inconclusive:
         return Hold(goal=goal, until=None, mark_paused=state.paused is None)
     return GateFailed(on_failure=step.on_failure)
 

@@ -16,6 +16,12 @@ One step per line; on one line, steps may also be separated by ``;``::
   goes on, anything else aborts the canary (``on-failure=abort``, the default)
   or pauses it until ``promote`` (``on-failure=pause``). A command takes the
   rest of its line, ``;`` included.
+* ``gate job [timeout=DURATION] [on-failure=...]: CONFIGMAP[/KEY]``: creates
+  the Job of a template kept in a ConfigMap (``job_gate`` says why there), and
+  goes on when it completes;
+* ``gate prometheus OPTIONS: QUERY``: a Prometheus query, measured through
+  the API server's service proxy and compared with a threshold
+  (``prometheus_gate`` has the options); it takes the rest of its line too.
 
 Pure: text in, a tuple of frozen steps (or an error naming the workload, the
 step and what to write instead) out. Each step kind is its own class, so that
@@ -30,6 +36,19 @@ from dataclasses import dataclass
 
 from kubectl_rollout.kube.durations import go_duration, parse_duration
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.rollout.steps.job_gate import (
+    DEFAULT_TIMEOUT_SECONDS,
+    JobTemplateRef,
+    parse_template_ref,
+    parse_timeout,
+)
+from kubectl_rollout.rollout.steps.prometheus_gate import (
+    PrometheusGateOptions,
+    check_query,
+    gate_options,
+    option_values,
+    split_options,
+)
 
 #: the annotation of the workload's manifest that holds its steps
 STEPS_ANNOTATION = "rollout-plus.io/steps"
@@ -87,13 +106,39 @@ class CommandGate:
         return f"gate command{option}: {self.command}"
 
 
-Gate = ManualGate | CommandGate
+@dataclass(frozen=True, kw_only=True)
+class JobGate:
+    template: JobTemplateRef
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    on_failure: OnFailure = OnFailure.ABORT
+
+    def __str__(self) -> str:
+        options = "" if self.timeout == DEFAULT_TIMEOUT_SECONDS else f" timeout={go_duration(self.timeout)}"
+        options += "" if self.on_failure is OnFailure.ABORT else f" on-failure={self.on_failure.value}"
+        return f"gate job{options}: {self.template}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrometheusGate:
+    query: str
+    options: PrometheusGateOptions
+    on_failure: OnFailure = OnFailure.ABORT
+
+    def __str__(self) -> str:
+        return f"gate prometheus {self.options} on-failure={self.on_failure.value}: {self.query}"
+
+
+Gate = ManualGate | CommandGate | JobGate | PrometheusGate
 Step = SetWeight | Pause | Gate
 
 _SET_WEIGHT = re.compile(r"^setWeight:?\s+(\S+)$", re.IGNORECASE)
 _PAUSE = re.compile(r"^pause(?::?\s+(\S+))?$", re.IGNORECASE)
 _GATE_MANUAL = re.compile(r"^gate:?\s+manual$", re.IGNORECASE)
 _GATE_COMMAND = re.compile(r"^gate:?\s+command((?:\s+[a-z-]+=\S+)*)\s*:(.*)$", re.IGNORECASE | re.DOTALL)
+_GATE_JOB = re.compile(r"^gate:?\s+job((?:\s+[a-z-]+=\S+)*)\s*:(.*)$", re.IGNORECASE | re.DOTALL)
+_GATE_PROMETHEUS = re.compile(r"^gate:?\s+prometheus\b(.*)$", re.IGNORECASE | re.DOTALL)
+#: the gates whose payload (a command, a query) takes the rest of its line, ";" included
+_TAKES_THE_LINE = re.compile(r"^gate:?\s+(command|prometheus)", re.IGNORECASE)
 _WEIGHT = re.compile(r"^(\d{1,4})%?$")
 
 
@@ -103,7 +148,7 @@ def split_steps(text: str) -> list[str]:
     for line in text.splitlines():
         rest = line.strip()
         while rest:
-            if re.match(r"^gate:?\s+command", rest, re.IGNORECASE):
+            if _TAKES_THE_LINE.match(rest):
                 pieces.append(rest)
                 break
             head, _, rest = rest.partition(";")
@@ -160,7 +205,46 @@ def _parse_step(text: str) -> Step:
         return _command_gate(found.group(1), found.group(2).strip())
     if re.match(r"^gate:?\s+command\b", text, re.IGNORECASE):
         raise ValueError("a command gate names its command after a colon: gate command: ./check.sh")
-    raise ValueError("not a step; the steps are setWeight N, pause, pause DURATION, gate manual, gate command: CMD")
+    if found := _GATE_JOB.match(text):
+        return _job_gate(found.group(1), found.group(2).strip())
+    if re.match(r"^gate:?\s+job\b", text, re.IGNORECASE):
+        raise ValueError("a Job gate names its template after a colon: gate job: CONFIGMAP")
+    if found := _GATE_PROMETHEUS.match(text):
+        return _prometheus_gate(found.group(1))
+    raise ValueError(
+        "not a step; the steps are setWeight N, pause, pause DURATION, gate manual, gate command: CMD, "
+        "gate job: CONFIGMAP, gate prometheus OPTIONS: QUERY"
+    )
+
+
+def _job_gate(options: str, reference: str) -> JobGate:
+    on_failure, timeout = OnFailure.ABORT, DEFAULT_TIMEOUT_SECONDS
+    for option in options.split():
+        key, _, value = option.partition("=")
+        if key.lower() == "on-failure" and value.lower() in ("abort", "pause"):
+            on_failure = OnFailure(value.lower())
+        elif key.lower() == "timeout":
+            timeout = parse_timeout(value)
+        else:
+            raise ValueError(
+                f"unknown gate option {option!r}; a Job gate's options are timeout=DURATION and on-failure=abort|pause"
+            )
+    return JobGate(template=parse_template_ref(reference), timeout=timeout, on_failure=on_failure)
+
+
+def _prometheus_gate(rest: str) -> PrometheusGate:
+    parts = split_options(rest)
+    if parts is None:
+        raise ValueError(
+            "a Prometheus gate gives its query after a colon: gate prometheus service=NS/NAME:PORT "
+            "threshold='< 0.05': QUERY"
+        )
+    options = option_values(parts[0])
+    on_failure = options.pop("on-failure", OnFailure.ABORT.value).lower()
+    if on_failure not in ("abort", "pause"):
+        raise ValueError(f"on-failure={on_failure}: abort or pause")
+    settings = gate_options(options)
+    return PrometheusGate(query=check_query(parts[1]), options=settings, on_failure=OnFailure(on_failure))
 
 
 def _command_gate(options: str, command: str) -> CommandGate:
