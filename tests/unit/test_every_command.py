@@ -169,16 +169,18 @@ def start_up(unreachable: dict[str, str]) -> float:
     """
     subprocess.run([sys.executable, "-m", "kubectl_rollout", "agent", "start"], env=unreachable, check=True, timeout=60)
     wait_for_warm_server(agent_paths(unreachable).runtime_dir)
+    return max(importing_time(unreachable) for _ in range(3))
+
+
+def importing_time(env: dict[str, str]) -> float:
+    """Seconds an interpreter takes to import the commands and the client, on the machine as loaded now."""
     imports = (
         "import kubectl_rollout.cli.drain_commands, kubectl_rollout.cli.rollout_commands, kubectl_rollout.job_loop.loop"
         ", kubectl_rollout.drain.job"
     )
-    timings = []
-    for _ in range(3):
-        started = time.monotonic()
-        subprocess.run([sys.executable, "-c", imports], env=unreachable, check=True, timeout=60)
-        timings.append(time.monotonic() - started)
-    return max(timings)
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", imports], env=env, check=True, timeout=60)
+    return time.monotonic() - started
 
 
 def test_the_tables_cover_every_command() -> None:
@@ -198,8 +200,13 @@ def test_every_command_against_an_unreachable_cluster_ends_in_one_line(
         said = f"{name} {' '.join(way)} (exit {result.returncode}, {elapsed:.1f}s):\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stdout + result.stderr, said
         assert "Warning" not in result.stderr, said
-        # The first contact gives up after 2.5 s at most; a refused connection is known at once.
-        assert elapsed < start_up + 2.0, said
+        # The first contact gives up after 2.5 s at most; a refused connection is known at once. The start-up
+        # measured when the module began is the baseline; past it, the machine may have grown busier since
+        # (xdist workers, other suites): the baseline is measured again beside this command.
+        bound = start_up + 2.0
+        if elapsed >= bound:
+            bound = max(bound, importing_time(unreachable) + 2.0)
+        assert elapsed < bound, said
         if name in LOCAL:
             continue
         assert result.returncode == 1, said
@@ -302,11 +309,14 @@ def refusing_server() -> Iterator[str]:
 def test_a_server_that_never_answers_ends_the_command_in_seconds(
     way: str, silent_server: str, tmp_path: Path, unreachable: dict[str, str]
 ) -> None:
-    # The baseline: the same command, the same way, against a server that refuses at once.
-    refused, baseline = run(["drain", "kwok-node-0", way], unreachable)
+    # The baseline: the same command, the same way, against a server that refuses at once; measured before and
+    # after, and the slower taken, so that the machine growing busier meanwhile counts on both sides.
+    refused, before = run(["drain", "kwok-node-0", way], unreachable)
     assert refused.returncode == 1, refused.stderr
     env = {**unreachable, "KUBECONFIG": str(kubeconfig_for(tmp_path, silent_server))}
     result, elapsed = run(["drain", "kwok-node-0", way], env)
+    _, after = run(["drain", "kwok-node-0", way], unreachable)
+    baseline = max(before, after)
     assert result.returncode == 1, result.stderr
     assert result.stderr.strip() == (
         f'error: the Kubernetes API server at {silent_server} (context "{CONTEXT}") did not answer in time; '
