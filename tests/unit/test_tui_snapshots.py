@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from campaign_stream import START as CAMPAIGN_START
+from campaign_stream import campaign_events
+from campaign_stream import envelopes as campaign_envelopes
 from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
@@ -285,5 +288,42 @@ def test_a_drain_that_surges_says_why_it_left_the_workload_alone_and_offers_no_s
             panel = " ".join(screen.query_one(BlockerPanel).plain.split())
             assert "--surge left Deployment tui-look/solo alone: HorizontalPodAutoscaler tui-look/solo" in panel
             assert "(press s)" not in panel
+
+    asyncio.run(run())
+
+
+def campaign_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    """The second wave of a campaign over six nodes in three zones, its first node held by PDB shop/solo."""
+    envelopes = campaign_envelopes(campaign_events())
+
+    async def connect() -> JobSource:
+        source = RecordingThatCanAct if can_act else RecordedJobs
+        return source(envelopes, description="recorded")
+
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: CAMPAIGN_START + 70)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_campaign_screen_a_wave_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The summary (wave, budget, rate, soak, window, nodes by phase, zones), the waves current first, the
+    blocked node first, and the panel naming Deployment solo; the footer offers p and c."""
+    assert snap_compare(campaign_app(can_act=True), terminal_size=size, run_before=settled("enter"))
+
+
+def test_campaign_screen_readonly_offers_no_steering() -> None:
+    app = campaign_app(can_act=True, readonly=True)
+
+    async def run() -> None:
+        from kubectl_rollout.tui.screens.campaign import CampaignScreen
+
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, CampaignScreen)
+            assert screen.check_action("pause", ()) is False
+            assert screen.check_action("cancel", ()) is False
+            await pilot.press("c")
+            await pilot.pause(0.1)
+            assert app.screen is screen  # no question asked
 
     asyncio.run(run())
