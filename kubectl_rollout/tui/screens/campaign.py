@@ -105,6 +105,8 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
         text.append(f" · next wave {countdown(view.rate_until, now)} (rate)", style="yellow")
     if view.soaking is not None:
         text.append(f" · soaking wave {view.soaking.index} ({duration(view.soaking.seconds)})", style="cyan")
+        for wait in view.waiting_for:
+            text.append(f" · {wait.workload} {wait.available}/{wait.desired} available", style="yellow")
     window = window_now(view)
     text.append("\nwindow: ", style="bold")
     if window.state is WindowState.ALWAYS:
