@@ -20,6 +20,9 @@ import pytest
 from campaign_stream import START as CAMPAIGN_START
 from campaign_stream import campaign_events
 from campaign_stream import envelopes as campaign_envelopes
+from canary_stream import START as CANARY_START
+from canary_stream import canary_events
+from canary_stream import envelopes as canary_envelopes
 from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
@@ -325,5 +328,75 @@ def test_campaign_screen_readonly_offers_no_steering() -> None:
             await pilot.press("c")
             await pilot.pause(0.1)
             assert app.screen is screen  # no question asked
+
+    asyncio.run(run())
+
+
+def canary_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    """Managed workload web at the pause of its third step, its gate passed before it."""
+    envelopes = canary_envelopes(canary_events())
+
+    class WithItsCluster(RecordingThatCanAct):
+        """The job names its cluster, as an agent's job does: what a promote job is submitted for."""
+
+        async def jobs(self) -> list[JobInfo]:
+            spec = {"connection": {"kubeconfig": ["/nowhere"], "namespace": "shop"}}
+            return [dataclasses.replace(info, spec=spec) for info in await super().jobs()]
+
+    async def connect() -> JobSource:
+        source = WithItsCluster if can_act else RecordedJobs
+        return source(envelopes, description="recorded")
+
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: CANARY_START + 70)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rollout_screen_a_canary_at_a_pause(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The steps (two done, the pause current, two to come), step 3/5 with its counts, paused by the step, the
+    gate's last result with its output; the footer offers P, F and A (not R: nothing is aborted)."""
+    assert snap_compare(canary_app(can_act=True), terminal_size=size, run_before=settled("enter"))
+
+
+def test_p_on_a_canary_asks_before_it_promotes(snap_compare: Any) -> None:
+    assert snap_compare(canary_app(can_act=True), terminal_size=(80, 24), run_before=settled("enter", "P"))
+
+
+@pytest.mark.parametrize(
+    ("can_act", "readonly"), [pytest.param(False, False, id="recording"), pytest.param(True, True, id="readonly")]
+)
+def test_no_canary_keys_where_nothing_may_be_steered(can_act: bool, readonly: bool) -> None:
+    from kubectl_rollout.tui.screens.rollout import RolloutScreen
+
+    app = canary_app(can_act=can_act, readonly=readonly)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, RolloutScreen)
+            found = screen.canary()
+            assert found is not None
+            assert found[0].step == 3
+            for action in ("promote", "promote_full", "abort_canary", "retry"):
+                assert screen.check_action(action, ()) is False, action
+            await pilot.press("P")
+            await pilot.pause(0.1)
+            assert app.screen is screen  # no question
+
+    asyncio.run(run())
+
+
+def test_the_canary_keys_that_apply() -> None:
+    from kubectl_rollout.tui.screens.rollout import RolloutScreen
+
+    app = canary_app(can_act=True)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, RolloutScreen)
+            allowed = {a: screen.check_action(a, ()) for a in ("promote", "promote_full", "abort_canary", "retry")}
+            assert allowed == {"promote": True, "promote_full": True, "abort_canary": True, "retry": False}
 
     asyncio.run(run())
