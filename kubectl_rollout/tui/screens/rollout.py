@@ -333,8 +333,15 @@ class RolloutScreen(JobScreen):
         if found is None:
             return
         canary, latest = found
+        # The new revision's pods now: Ready as the agent last counted them (every PODS_EVERY s), else available
+        # as the latest job's events said (a reached step's counts are all available).
         new = next((r for r in latest.rows if r.updated), None)
         pods = new.available if new is not None else 0
+        if canary.reached:
+            pods = max(pods, canary.canary)
+        live = self.pods.get(new.name) if new is not None else None
+        if live is not None:
+            pods = live.ready
         self.show_text("#steps", describe_steps(canary, canary_pods=pods, replicas=latest.desired, now=now))
 
     def show_changes(self, jobs: frozenset[str]) -> None:
