@@ -87,8 +87,8 @@ async def test_a_canary_at_a_pause_shows_its_steps_p_promotes_it_a_aborts_it_and
             await _at(pilot, screen, "step 2/4: pause, 2/10 pods")
             assert "✓ 1 setWeight 20% ▶ 2 pause · 3 setWeight 60% · 4 pause" in _steps(screen)
             assert "paused by the step itself" in _steps(screen)
-            for action in ("promote", "promote_full", "abort_canary", "retry"):
-                assert screen.check_action(action, ()) is False, action
+            for action in ("promote", "promote_full", "abort", "retry"):
+                assert screen.check_action("canary", (action,)) is False, action
             await pilot.press("P", "A")
             await pilot.pause(0.3)
             assert readonly.screen is screen  # no question
@@ -99,8 +99,8 @@ async def test_a_canary_at_a_pause_shows_its_steps_p_promotes_it_a_aborts_it_and
         async with app.run_test(size=SIZE) as pilot:
             screen = await _rollout_screen(pilot, app)
             await _at(pilot, screen, "step 2/4: pause, 2/10 pods")
-            assert screen.check_action("promote", ()) is True
-            assert screen.check_action("retry", ()) is False
+            assert screen.check_action("canary", ("promote",)) is True
+            assert screen.check_action("canary", ("retry",)) is False
 
             await _key_then_yes(pilot, app, "P")
             # The promote job drives the canary to its next pause: 6 new pods, 4 old, on the cluster and on screen.
@@ -123,8 +123,8 @@ async def test_a_canary_at_a_pause_shows_its_steps_p_promotes_it_a_aborts_it_and
                 timeout=120,
             )
             await _at(pilot, screen, "aborted at step 4/4")
-            await until(pilot, lambda: screen.check_action("retry", ()) is True, what="R offered once aborted")
-            assert screen.check_action("promote", ()) is False
+            await until(pilot, lambda: screen.check_action("canary", ("retry",)) is True, what="R offered once aborted")
+            assert screen.check_action("canary", ("promote",)) is False
     finally:
         fenceposts.stop()
     assert fenceposts.breaches_of(10, "25%", "25%") == []

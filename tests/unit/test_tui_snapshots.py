@@ -222,14 +222,26 @@ class RecordingThatCanAct(RecordedJobs):
     can_act = True
 
 
-def forty_held(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
-    envelopes = recorded(FORTY, until=FORTY_HELD)
+def app_acting_on(
+    envelopes: list[Envelope],
+    *,
+    clock: float,
+    can_act: bool,
+    readonly: bool = False,
+    acting: type[RecordedJobs] = RecordingThatCanAct,
+) -> RolloutPlusApp:
+    """The recorded jobs, steerable (``acting``, a recording that can act) or not (a plain recording)."""
 
     async def connect() -> JobSource:
-        source = RecordingThatCanAct if can_act else RecordedJobs
+        source = acting if can_act else RecordedJobs
         return source(envelopes, description="recorded")
 
-    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: FORTY_FROZEN)
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: clock)
+
+
+def forty_held(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    envelopes = recorded(FORTY, until=FORTY_HELD)
+    return app_acting_on(envelopes, clock=FORTY_FROZEN, can_act=can_act, readonly=readonly)
 
 
 def test_drain_screen_shows_the_held_pod_first_and_names_its_deployment(snap_compare: Any) -> None:
@@ -298,12 +310,7 @@ def test_a_drain_that_surges_says_why_it_left_the_workload_alone_and_offers_no_s
 def campaign_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
     """The second wave of a campaign over six nodes in three zones, its first node held by PDB shop/solo."""
     envelopes = campaign_envelopes(campaign_events())
-
-    async def connect() -> JobSource:
-        source = RecordingThatCanAct if can_act else RecordedJobs
-        return source(envelopes, description="recorded")
-
-    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: CAMPAIGN_START + 70)
+    return app_acting_on(envelopes, clock=CAMPAIGN_START + 70, can_act=can_act, readonly=readonly)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -335,19 +342,16 @@ def test_campaign_screen_readonly_offers_no_steering() -> None:
 def canary_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
     """Managed workload web at the pause of its third step, its gate passed before it."""
     envelopes = canary_envelopes(canary_events())
+    clock = CANARY_START + 70
+    return app_acting_on(envelopes, clock=clock, can_act=can_act, readonly=readonly, acting=WithItsCluster)
 
-    class WithItsCluster(RecordingThatCanAct):
-        """The job names its cluster, as an agent's job does: what a promote job is submitted for."""
 
-        async def jobs(self) -> list[JobInfo]:
-            spec = {"connection": {"kubeconfig": ["/nowhere"], "namespace": "shop"}}
-            return [dataclasses.replace(info, spec=spec) for info in await super().jobs()]
+class WithItsCluster(RecordingThatCanAct):
+    """The job names its cluster, as an agent's job does: what a promote job is submitted for."""
 
-    async def connect() -> JobSource:
-        source = WithItsCluster if can_act else RecordedJobs
-        return source(envelopes, description="recorded")
-
-    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: CANARY_START + 70)
+    async def jobs(self) -> list[JobInfo]:
+        spec = {"connection": {"kubeconfig": ["/nowhere"], "namespace": "shop"}}
+        return [dataclasses.replace(info, spec=spec) for info in await super().jobs()]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -377,8 +381,8 @@ def test_no_canary_keys_where_nothing_may_be_steered(can_act: bool, readonly: bo
             found = screen.canary()
             assert found is not None
             assert found[0].step == 3
-            for action in ("promote", "promote_full", "abort_canary", "retry"):
-                assert screen.check_action(action, ()) is False, action
+            for action in ("promote", "promote_full", "abort", "retry"):
+                assert screen.check_action("canary", (action,)) is False, action
             await pilot.press("P")
             await pilot.pause(0.1)
             assert app.screen is screen  # no question
@@ -396,7 +400,7 @@ def test_the_canary_keys_that_apply() -> None:
             await settled("enter")(pilot)
             screen = app.screen
             assert isinstance(screen, RolloutScreen)
-            allowed = {a: screen.check_action(a, ()) for a in ("promote", "promote_full", "abort_canary", "retry")}
-            assert allowed == {"promote": True, "promote_full": True, "abort_canary": True, "retry": False}
+            allowed = {a: screen.check_action("canary", (a,)) for a in ("promote", "promote_full", "abort", "retry")}
+            assert allowed == {"promote": True, "promote_full": True, "abort": True, "retry": False}
 
     asyncio.run(run())

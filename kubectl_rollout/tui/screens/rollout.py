@@ -43,7 +43,7 @@ from kubectl_rollout.tui.widgets.steps_panel import describe_steps
 CANARY_ACTIONS: dict[str, tuple[ActionKind, bool, str, str]] = {
     "promote": (ActionKind.PROMOTE, False, "Promote {target} past step {step}?", "Promote"),
     "promote_full": (ActionKind.PROMOTE, True, "Promote {target} past every remaining step (--full)?", "Promote all"),
-    "abort_canary": (ActionKind.ABORT, False, "Abort the canary of {target}?", "Abort"),
+    "abort": (ActionKind.ABORT, False, "Abort the canary of {target}?", "Abort"),
     "retry": (ActionKind.RETRY, False, "Retry the aborted canary of {target} from its first step?", "Retry"),
 }
 #: what each does, under the question
@@ -51,7 +51,7 @@ CANARY_DETAILS = {
     "promote": "The canary goes on to its next step (a pause or a gate is passed); the driver carries it out.",
     "promote_full": "Every remaining step is skipped: the new revision takes every replica, within maxSurge and "
     "maxUnavailable.",
-    "abort_canary": "The stable ReplicaSet goes back to full size and the canary to 0; the workload stays aborted "
+    "abort": "The stable ReplicaSet goes back to full size and the canary to 0; the workload stays aborted "
     "until retry (R) or a new change.",
     "retry": "The canary starts again from its first step.",
 }
@@ -167,10 +167,10 @@ def log_line(envelope: Envelope) -> str:
 
 class RolloutScreen(JobScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("P", "promote", "Promote", tooltip="Promote the canary past its current step"),
-        Binding("F", "promote_full", "Full", tooltip="Promote the canary past every remaining step (--full)"),
-        Binding("A", "abort_canary", "Abort", tooltip="Abort the canary: the stable back at full size"),
-        Binding("R", "retry", "Retry", tooltip="Start the aborted canary again from its first step"),
+        Binding("P", "canary('promote')", "Promote", tooltip="Promote the canary past its current step"),
+        Binding("F", "canary('promote_full')", "Full", tooltip="Promote the canary past every remaining step"),
+        Binding("A", "canary('abort')", "Abort", tooltip="Abort the canary: the stable back at full size"),
+        Binding("R", "canary('retry')", "Retry", tooltip="Start the aborted canary again from its first step"),
     ]
     HELP_TEXT = (
         "A rollout of a managed workload: each revision's ReplicaSet with its desired, current, ready and "
@@ -361,8 +361,9 @@ class RolloutScreen(JobScreen):
         return (*super()._key_facts(), state)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action not in CANARY_ACTIONS:
+        if action != "canary" or not parameters or parameters[0] not in CANARY_ACTIONS:
             return super().check_action(action, parameters)
+        which = parameters[0]
         source = self.rollout_app.source
         if self.rollout_app.readonly or source is None or not source.can_act:
             return False
@@ -372,7 +373,7 @@ class RolloutScreen(JobScreen):
         if found is None:
             return False
         canary = found[0]
-        if action == "retry":
+        if which == "retry":
             return canary.aborted is not None
         return canary.under_way
 
@@ -388,12 +389,14 @@ class RolloutScreen(JobScreen):
         rollout = RolloutAction(kind=kind, name=body.workload, namespace=body.namespace or None, full=full)
         return JobSpec(kind=JobKind.ROLLOUT, connection=connection, rollout=rollout)
 
-    async def _canary_command(self, action: str) -> None:
+    @work(exclusive=True, group="canary")
+    async def action_canary(self, action: str) -> None:
+        """P, F, A, R: the canary command ``action`` (a key of ``CANARY_ACTIONS``), after a question."""
         from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 
         found = self.canary()
         spec = self._canary_spec(action)
-        if self.check_action(action, ()) is not True or found is None or spec is None or spec.rollout is None:
+        if self.check_action("canary", (action,)) is not True or found is None or spec is None or spec.rollout is None:
             return
         _, _, question, yes = CANARY_ACTIONS[action]
         target = f"{spec.rollout.namespace or 'default'}/{spec.rollout.name}"
@@ -410,19 +413,3 @@ class RolloutScreen(JobScreen):
             return
         self.post_message(JobSubmitted(job, open_it=False))
         self.notify(f"job {job.id}: {spec.rollout.kind.value}{' --full' if spec.rollout.full else ''} {target}")
-
-    @work(exclusive=True, group="canary")
-    async def action_promote(self) -> None:
-        await self._canary_command("promote")
-
-    @work(exclusive=True, group="canary")
-    async def action_promote_full(self) -> None:
-        await self._canary_command("promote_full")
-
-    @work(exclusive=True, group="canary")
-    async def action_abort_canary(self) -> None:
-        await self._canary_command("abort_canary")
-
-    @work(exclusive=True, group="canary")
-    async def action_retry(self) -> None:
-        await self._canary_command("retry")
