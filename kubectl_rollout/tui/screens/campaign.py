@@ -39,7 +39,8 @@ from kubectl_rollout.tui.widgets.live_table import Cell, LiveTable
 from kubectl_rollout.tui.widgets.state_style import state_text
 
 WAVE_COLUMNS = ("WAVE", "STATE", "NODES", "DONE", "PODS", "ZONES", "HELD BY (PLAN)")
-NODE_COLUMNS = ("NODE", "STATE", "WAVE", "ZONE", "PODS", "EVICTED", "WHY")
+#: why a node waits comes right after its state: at 80 columns long node names leave little room after them
+NODE_COLUMNS = ("NODE", "STATE", "WHY", "WAVE", "ZONE", "PODS", "EVICTED")
 
 
 def wave_row(wave: WaveRow) -> tuple[Cell, ...]:
@@ -59,11 +60,11 @@ def node_row(row: NodeRow) -> tuple[Cell, ...]:
     return (
         row.name,
         state_text(str(row.phase)),
+        row.why or "-",
         str(row.wave) if row.wave else "-",
         row.zone or "-",
         str(row.pods) if row.pods else "-",
         str(row.evicted) if row.evicted else "-",
-        row.why or "-",
     )
 
 
