@@ -48,7 +48,9 @@ def _set_image(kubeconfig: Path, namespace: str) -> str:
 
 async def _rollout_screen(pilot: Pilot[Any], app: RolloutPlusApp) -> RolloutScreen:
     screen = await until(
-        pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen.is_mounted and app.screen, what="the screen"
+        pilot,
+        lambda: isinstance(app.screen, RolloutScreen) and app.screen.query("#steps") and app.screen,
+        what="the Rollout screen, composed",
     )
     assert isinstance(screen, RolloutScreen)
     return screen
