@@ -92,6 +92,20 @@ def test_a_kept_or_failed_node_says_why() -> None:
     assert [r.phase for r in node_rows(view)][:2] == [NodePhase.FAILED, NodePhase.KEPT]
 
 
+def test_a_node_waiting_for_a_pod_a_rule_keeps_says_which_rule() -> None:
+    from kubectl_rollout.jobs.events.base import PodRef
+
+    kept = ev.RuledPod(
+        pod=PodRef(namespace="shop", name="batch-1", node="pool-004"),
+        rule=ev.PodRule.DO_NOT_DISRUPT,
+        source="karpenter.sh/do-not-disrupt=true",
+        effect="never evicted; its node waits until the pod is gone or the rule lifted",
+    )
+    rows = {r.name: r for r in node_rows(_view([*campaign_events(), ev.PodsHeld(node="pool-004", pods=(kept,))]))}
+    assert rows["pool-004"].why == "1 pod kept by karpenter.sh/do-not-disrupt=true"
+    assert rows["pool-004"].phase is NodePhase.DRAINING
+
+
 def test_the_waves_current_first_then_those_to_come_then_those_done() -> None:
     view = _view(campaign_events(nodes=12))
     rows = wave_rows(view)

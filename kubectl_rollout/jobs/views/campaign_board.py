@@ -130,6 +130,10 @@ def node_rows(view: CampaignView) -> list[NodeRow]:
             why = "; ".join(drain_node.reasons)
         if not why and pods.blocked:
             why = f"{pods.blocked} pod{'s' if pods.blocked != 1 else ''} held by PDB {', '.join(pods.pdbs)}"
+        ruled = view.held.get(name, ())
+        if not why and ruled and view.states.get(name) is CampaignNodeState.DRAINING:
+            rules = ", ".join(dict.fromkeys(r.source for r in ruled))
+            why = f"{len(ruled)} pod{'s' if len(ruled) != 1 else ''} kept by {rules}"
         rows.append(
             NodeRow(
                 name=name,
