@@ -115,12 +115,15 @@ async def test_the_campaign_screen_shows_the_waves_and_the_pdb_holding_the_first
             await until(pilot, lambda: _agent_job(job_id).paused, what="the agent to say the campaign is paused")
             header = screen.query_one("#job-header")
             await until(pilot, lambda: "paused" in header.render().plain, what="'paused' shown")  # type: ignore[attr-defined]
+            # The panel's advice taken (solo scaled to 2): the PDB has room, but the campaign is paused: no new wave
+            # starts. The node watch would fail at once on a cordon of the second node; none comes for several
+            # times a wave's pace.
+            cluster.apps.patch_namespaced_deployment_scale("solo", namespace, {"spec": {"replicas": 2}})
+            assert not out.wait(lambda: second in out.cordoned_at, timeout=4), "a wave started while it was paused"
             await pilot.press("p")
             await until(pilot, lambda: not _agent_job(job_id).paused, what="the agent to say it is resumed")
 
-            # The panel's advice taken (solo scaled to 2): the PDB gets room, the first wave drains, the others
-            # follow, one node at a time, live.
-            cluster.apps.patch_namespaced_deployment_scale("solo", namespace, {"spec": {"replicas": 2}})
+            # Resumed: the first wave drains, the others follow, one node at a time, live.
             try:
                 await until(
                     pilot,
