@@ -4,17 +4,19 @@ Managed workload ``web`` (10 replicas, maxSurge and maxUnavailable 25 %) with th
 ``setWeight 20; pause; setWeight 60; pause``; a set image job takes it to the first pause. The screen must list
 the steps with the pause current and say ``step 2/4: pause, 2/10 pods``; ``--readonly`` refuses every key; ``P``
 (confirmed) promotes it, which the cluster shows as the next step's counts (6 new, 4 old); ``A`` (confirmed)
-aborts it: the canary at 0, the stable at 10. ``RolloutInvariants`` watches the pods and ReplicaSets throughout.
+aborts it: the canary at 0, the stable at 10; a retry run elsewhere (the CLI in-process) shows, read from the record.
+``RolloutInvariants`` watches the pods and ReplicaSets throughout.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import manifests
 from integration.test_agent import agent_dir
-from integration.test_canary import V2, canary_state, counts, created, workload
+from integration.test_canary import V2, canary_state, counts, created, plugin, workload
 from integration.test_tui import SIZE, on_a_loop, until
 from invariants import RolloutInvariants
 from textual.pilot import Pilot
@@ -127,7 +129,16 @@ async def test_a_canary_at_a_pause_shows_its_steps_p_promotes_it_a_aborts_it_and
             await _at(pilot, screen, "aborted at step 4/4")
             await until(pilot, lambda: screen.check_action("canary", ("retry",)) is True, what="R offered once aborted")
             assert screen.check_action("canary", ("promote",)) is False
+
+            # A retry from elsewhere (the CLI in-process, as a CI job runs it: nothing of it reaches this agent's
+            # journal): the screen reads it from the workload's record, which the agent reads for it.
+            retried = await asyncio.to_thread(plugin, kubeconfig, namespace, "retry", "web")
+            assert retried.returncode == 0, retried.stderr
+            await _at(pilot, screen, "retried by ")
+            await _at(pilot, screen, "step 2/4: pause, 2/10 pods")
+            assert screen.check_action("canary", ("promote",)) is True
+            assert screen.check_action("canary", ("retry",)) is False
     finally:
         fenceposts.stop()
     assert fenceposts.breaches_of(10, "25%", "25%") == []
-    assert canary_state(cluster, namespace)["aborted"]["by"]
+    assert canary_state(cluster, namespace)["retried"]["by"]

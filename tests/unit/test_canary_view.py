@@ -154,3 +154,31 @@ def test_a_rollout_jobs_view_carries_its_canary() -> None:
     assert isinstance(body, RolloutView)
     assert body.canary is not None
     assert body.canary.step == 2
+
+
+def test_the_record_says_where_the_canary_stands_and_who_acted_on_it_from_any_machine() -> None:
+    """A promote run elsewhere (another machine, a CI job in-process) reaches no job of this agent: the record
+    says it."""
+    from kubectl_rollout.jobs.cluster_rows import CanaryRecord, RecordedMark
+    from kubectl_rollout.jobs.views.canary import with_record
+
+    events = _fold(AT_THE_PAUSE)
+    record = CanaryRecord(steps=STEPS, step=3, step_started_at=650.0, promoted=RecordedMark(by="ci@runner", at=640.0))
+    view = with_record(events, record)
+    assert view is not None
+    assert (view.step, view.paused, view.promoted) == (4, None, Mark(by="ci@runner", at=640.0))
+    assert not view.reached  # the events' counts were of step 2
+    # The same step as the events: what they know (its counts) stays, the record's marks win.
+    paused = CanaryRecord(steps=STEPS, step=1, paused=RecordedMark(by="step", at=500.0))
+    same = with_record(events, paused)
+    assert same is not None
+    assert (same.step, same.canary, same.paused) == (2, 2, Mark(by="step", at=500.0))
+    # No canary event in the jobs: the record alone, unless its steps are all done.
+    alone = with_record(None, record)
+    assert alone is not None
+    assert alone.texts == STEPS
+    assert [r.status for r in step_rows(alone)][2:4] == [StepStatus.DONE, StepStatus.CURRENT]
+    assert with_record(None, CanaryRecord(steps=STEPS, step=5)) is None
+    aborted = with_record(events, CanaryRecord(steps=STEPS, step=1, aborted=RecordedMark(by="bob@box", at=9.0)))
+    assert aborted is not None
+    assert not aborted.under_way

@@ -17,6 +17,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kubectl_rollout.jobs.cluster_rows import CanaryRecord, RecordedMark
 from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events.base import Event
 
@@ -217,6 +218,39 @@ def merged(views: Iterable[CanaryView]) -> CanaryView | None:
     full = next((v.promoted_full for v in reversed(every) if v.promoted is promoted), False)
     return dataclasses.replace(
         fresh, texts=tuple(texts), promoted=promoted, promoted_full=full, retried=_latest(v.retried for v in every)
+    )
+
+
+def _from_record(mark: RecordedMark | None) -> Mark | None:
+    return None if mark is None else Mark(by=mark.by, at=mark.at)
+
+
+def with_record(view: CanaryView | None, record: CanaryRecord) -> CanaryView | None:
+    """``view`` (from the jobs' events; None: none of them had a canary event) as the workload's record says it
+    stands now: its steps, its step, who paused, promoted, aborted or retried it and when. The record is what
+    every driver and every command on any machine wrote; the events add what it does not keep (each step's
+    counts, a timed pause's end, the gate's output). A record whose steps are all done adds nothing to a job
+    that had no canary."""
+    done = record.full or record.step >= len(record.steps)
+    if view is None and (done or not record.steps):
+        return None
+    base = view or CanaryView()
+    step = record.step + 1
+    moved = base.step != step
+    return dataclasses.replace(
+        base,
+        texts=record.steps or base.texts,
+        step=step,
+        done=done,
+        paused=_from_record(record.paused),
+        promoted=_from_record(record.promoted),
+        promoted_full=record.full,
+        aborted=_from_record(record.aborted),
+        abort_reason=base.abort_reason if record.aborted is not None else "",
+        retried=_from_record(record.retried),
+        # Another step than the events last said: its counts and a pause's end are not known here.
+        reached=base.reached and not moved,
+        until=None if moved else base.until,
     )
 
 

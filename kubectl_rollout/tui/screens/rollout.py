@@ -25,11 +25,11 @@ from textual.widgets import Footer, Header, RichLog, Static, Tree
 from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.client.cluster_calls import Call
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.cluster_rows import CanaryRecord, PodRow, ReplicaSetPods, WorkloadPods
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
 from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
-from kubectl_rollout.jobs.views.canary import CanaryView, merged
+from kubectl_rollout.jobs.views.canary import CanaryView, merged, with_record
 from kubectl_rollout.jobs.views.rollout import RolloutView
 from kubectl_rollout.tui.agent_calls import CallRunner, MethodCaller
 from kubectl_rollout.tui.cluster_messages import JobSubmitted
@@ -166,6 +166,9 @@ def log_line(envelope: Envelope) -> str:
 
 
 class RolloutScreen(JobScreen):
+    #: the workload's canary as its record kept it when the agent last answered (None: no canary there, or no
+    #: answer yet)
+    recorded_canary: CanaryRecord | None = None
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("P", "canary('promote')", "Promote", tooltip="Promote the canary past its current step"),
         Binding("F", "canary('promote_full')", "Full", tooltip="Promote the canary past every remaining step"),
@@ -212,8 +215,9 @@ class RolloutScreen(JobScreen):
         self.refresh_pods()
         self.set_interval(PODS_EVERY, self.refresh_pods)
 
-    def _pods_call(self) -> Call[list[ReplicaSetPods]] | None:
-        """The ask for the workload's pods, on the cluster the job runs against; None until the job names both."""
+    def _pods_call(self) -> Call[WorkloadPods] | None:
+        """The ask for the workload's pods (and its canary's record), on the cluster the job runs against; None
+        until the job names both."""
         body = self.view.body
         info = self.rollout_app.store.infos.get(self.job_id)
         raw = info.spec.get("connection") if info is not None else None
@@ -221,7 +225,7 @@ class RolloutScreen(JobScreen):
             return None
         connection: Connection = decode_dataclass(Connection, raw)
         namespace = body.namespace or None
-        return cluster_calls.pods(connection, body.workload, namespace=namespace, limit=PODS_PER_REPLICA_SET)
+        return cluster_calls.workload_pods(connection, body.workload, namespace=namespace, limit=PODS_PER_REPLICA_SET)
 
     @work(exclusive=True, group="pods")
     async def refresh_pods(self) -> None:
@@ -237,7 +241,8 @@ class RolloutScreen(JobScreen):
         except AgentError as err:
             self.pods_error = err.message
         else:
-            self.pods = {row.replica_set: row for row in found}
+            self.pods = {row.replica_set: row for row in found.replica_sets}
+            self.recorded_canary = found.canary
             self.pods_error = ""
             self.pods_loads += 1
         if self.is_mounted:
@@ -313,13 +318,17 @@ class RolloutScreen(JobScreen):
         return views
 
     def canary(self) -> tuple[CanaryView, RolloutView] | None:
-        """The workload's canary, put together from its jobs, and the view of the job that moved it last."""
-        with_canary = [v for v in self._workload_jobs().values() if v.canary is not None]
+        """The workload's canary, put together from its jobs and its record (as the agent last read it), and
+        the view of the job that moved it last."""
+        jobs = self._workload_jobs()
+        with_canary = [v for v in jobs.values() if v.canary is not None]
         found = merged(v.canary for v in with_canary if v.canary is not None)
+        if self.recorded_canary is not None:
+            found = with_record(found, self.recorded_canary)
         if found is None:
             return None
-        latest = max(with_canary, key=lambda v: v.canary.updated_at if v.canary is not None else 0.0)
-        return found, latest
+        latest = max(with_canary, key=lambda v: v.canary.updated_at if v.canary is not None else 0.0, default=None)
+        return found, latest or jobs[self.job_id]
 
     def _show_steps(self, *, now: float) -> None:
         widget = self.query_one("#steps", Static)
