@@ -36,12 +36,9 @@ CANARY_EVENTS: tuple[type[Event], ...] = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Mark:
-    """Who did something to the canary ("step": the step itself, a pause), and when (epoch seconds)."""
-
-    by: str
-    at: float
+#: who did something to the canary ("step": the step itself, a pause), and when (epoch seconds): the same as
+#: the record's, as the agent hands it over
+Mark = RecordedMark
 
 
 class GateStatus(enum.StrEnum):
@@ -221,10 +218,6 @@ def merged(views: Iterable[CanaryView]) -> CanaryView | None:
     )
 
 
-def _from_record(mark: RecordedMark | None) -> Mark | None:
-    return None if mark is None else Mark(by=mark.by, at=mark.at)
-
-
 def with_record(view: CanaryView | None, record: CanaryRecord) -> CanaryView | None:
     """``view`` (from the jobs' events; None: none of them had a canary event) as the workload's record says it
     stands now: its steps, its step, who paused, promoted, aborted or retried it and when. The record is what
@@ -242,12 +235,12 @@ def with_record(view: CanaryView | None, record: CanaryRecord) -> CanaryView | N
         texts=record.steps or base.texts,
         step=step,
         done=done,
-        paused=_from_record(record.paused),
-        promoted=_from_record(record.promoted),
+        paused=record.paused,
+        promoted=record.promoted,
         promoted_full=record.full,
-        aborted=_from_record(record.aborted),
+        aborted=record.aborted,
         abort_reason=base.abort_reason if record.aborted is not None else "",
-        retried=_from_record(record.retried),
+        retried=record.retried,
         # Another step than the events last said: its counts and a pause's end are not known here.
         reached=base.reached and not moved,
         until=None if moved else base.until,
