@@ -22,7 +22,6 @@ from kubectl_rollout.jobs.views.campaign import CampaignView
 from kubectl_rollout.jobs.views.campaign_board import (
     NodeRow,
     WaveRow,
-    WaveStatus,
     WindowState,
     ZoneRow,
     node_rows,
@@ -190,10 +189,3 @@ class CampaignScreen(JobScreen):
         needle = self.query_one(FilterBar).value
         self.query_one("#campaign-nodes", LiveTable).sync([(r.name, node_row(r)) for r in rows], needle=needle)
         self.query_one(BlockerPanel).show_blocks(blocks, now=now)
-
-    def current_wave(self) -> WaveRow | None:
-        """The wave in progress, as the wave table shows it (for tests and the help)."""
-        body = self.view.body
-        if not isinstance(body, CampaignView):
-            return None
-        return next((w for w in wave_rows(body) if w.status is WaveStatus.CURRENT), None)
