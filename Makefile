@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 #: how the suite is run; `make coverage` (and CI) run it under coverage.py
 PYTEST ?= $(BIN)/pytest
 
-.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-campaign bench-rollout bench-start bench-agent bench-tui bench-unreachable dist screenshots
+.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-campaign bench-rollout bench-start bench-agent bench-tui bench-tui-campaign bench-unreachable dist screenshots
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -92,6 +92,10 @@ bench-agent: setup
 ## bench-tui: the TUI's event-to-screen latency, CPU and bytes to an 80x24 pty during a 1000- then a 5000-pod drain, first paints (prints figures)
 bench-tui: setup
 	$(BIN)/python hack/bench_tui.py
+
+## bench-tui-campaign: the campaign screen's event-to-screen latency, CPU and bytes to an 80x24 pty while a synthetic 300-node / 6000-pod campaign streams (prints figures)
+bench-tui-campaign: $(VENV)/.installed
+	$(BIN)/python hack/bench_tui_campaign.py
 
 ## bench-rollout: the Deployment controller vs rollout-plus on the same rollout (prints figures)
 bench-rollout: setup

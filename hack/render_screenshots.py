@@ -22,6 +22,7 @@ FONT_DIRS = ["/usr/share/fonts/truetype/dejavu"]
 SCREENSHOTS = {
     "docs/tui-drain.png": "test_drain_screen_blocker_panel_names_the_unhealthy_pod[200x50].svg",
     "docs/tui-rollout.png": "test_rollout_screen_with_its_pods[200x50].svg",
+    "docs/tui-campaign.png": "test_campaign_screen_a_wave_held_by_a_pdb[200x50].svg",
 }
 
 

@@ -95,8 +95,21 @@ def plan_campaign(
         plan_only=job.plan_only,
         window_closes_at=closes_at,
         next_opening=opening,
+        zone_budget=job.zone_budget,
+        zone_caps=_zone_caps(candidates, settings.zone_budget),
+        on_blocked=job.on_blocked.value,
     )
     return CampaignPlan(event=event, waves=tuple(tuple(by_name[n.name] for n in w.nodes) for w in waves))
+
+
+def _zone_caps(nodes: Sequence[CandidateNode], budget: Budget | None) -> tuple[ev.ZoneCap, ...]:
+    """What ``--zone-budget`` allows out at once in each zone of ``nodes`` (a percentage is of the zone's)."""
+    if budget is None:
+        return ()
+    totals: dict[str, int] = {}
+    for node in nodes:
+        totals[node.zone] = totals.get(node.zone, 0) + 1
+    return tuple(ev.ZoneCap(zone=z, nodes=n, cap=budget.allowed(n)) for z, n in sorted(totals.items()))
 
 
 def _pods_on(cluster: Cluster, node: str) -> list[Any]:

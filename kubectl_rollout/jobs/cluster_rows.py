@@ -146,6 +146,40 @@ class ReplicaSetPods(JsonRow):
     ready: int = 0
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecordedMark(JsonRow):
+    """Who did something to a canary ("step": the step itself), and when (epoch seconds)."""
+
+    by: str
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanaryRecord(JsonRow):
+    """A managed workload's canary as its record keeps it (the ConfigMap's ``canary`` key): what every driver
+    and every ``promote`` / ``abort`` / ``retry``, on any machine, wrote."""
+
+    steps: tuple[str, ...] = ()
+    #: the current step, 0-based; len(steps): every step is done
+    step: int = 0
+    step_started_at: float = 0.0
+    #: promote --full
+    full: bool = False
+    paused: RecordedMark | None = None
+    promoted: RecordedMark | None = None
+    aborted: RecordedMark | None = None
+    retried: RecordedMark | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadPods(JsonRow):
+    """The ``pods`` method's answer: the ReplicaSets with their pods, and the canary as the record keeps it
+    (None: no canary state on the record; an agent older than this field never says)."""
+
+    replica_sets: tuple[ReplicaSetPods, ...] = ()
+    canary: CanaryRecord | None = None
+
+
 def node_verdict(plan: NodePlan) -> tuple[NodeVerdict, str, tuple[str, ...]]:
     """(verdict, its line for a person, the blocking PDBs) of one node's plan: an error beats a block."""
     errors = list(plan.errors) + [p.reason for p in plan.pods if p.verdict is Verdict.ERROR]

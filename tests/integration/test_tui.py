@@ -20,6 +20,7 @@ from integration.test_agent import _drain_spec, _place, agent_dir
 from integration.test_agent_rollouts import _apply_spec, _workload
 from integration.test_drain import pdb_held_by_a_never_ready_pod
 from textual.pilot import Pilot
+from textual.widgets import Footer
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
@@ -28,6 +29,7 @@ from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect
 from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
 from kubectl_rollout.tui.screens.evictions import EvictionsScreen
 from kubectl_rollout.tui.screens.jobs import JobsScreen
+from kubectl_rollout.tui.screens.live_screen import LiveScreen
 from kubectl_rollout.tui.screens.rollout import RolloutScreen
 from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
 from kubectl_rollout.tui.widgets.live_table import LiveTable
@@ -83,7 +85,11 @@ def _agent_job(job_id: str) -> Any:
 
 
 def _screen(app: RolloutPlusApp, kind: type) -> Any:
-    return app.screen if isinstance(app.screen, kind) else None
+    """The app's screen once it is of ``kind`` and, a live screen, composed (its footer, yielded last, is there):
+    on a loaded machine a pushed screen is on top a moment before its widgets."""
+    screen = app.screen
+    composed = not isinstance(screen, LiveScreen) or screen.query(Footer)
+    return screen if isinstance(screen, kind) and composed else None
 
 
 @on_a_loop

@@ -47,7 +47,11 @@ class Tmux:
 
     def drain_with_tui(self, kubeconfig: Path, node: str) -> None:
         """``drain NODE --tui`` in session ``tui``, 80x24, with this test's agent."""
-        command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), "drain", node, "--tui"]
+        self.plugin_with_tui(kubeconfig, "drain", node)
+
+    def plugin_with_tui(self, kubeconfig: Path, *args: str) -> None:
+        """``kubectl rollout-plus ARGS --tui`` in session ``tui``, 80x24, with this test's agent."""
+        command = [sys.executable, "-m", "kubectl_rollout", "--kubeconfig", str(kubeconfig), *args, "--tui"]
         env = {
             ENV_DIR: os.environ[ENV_DIR],
             "PATH": os.environ["PATH"],
@@ -157,3 +161,54 @@ def test_s_in_a_terminal_drains_a_held_deployment_again_with_surge(
     assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1
     healthy.settle({"solo": 1})
     assert healthy.stop()["solo"] >= 1
+
+
+def test_campaign_tui_in_a_terminal_shows_its_waves_and_the_pdb_holding_the_first_and_p_pauses_it(
+    agent_dir: AgentPaths,
+    tmux: Tmux,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    """``campaign A B --tui``: one pod of Deployment solo behind minAvailable 1 on the first node holds the first
+    wave; the screen shows the waves, the node blocked and the PDB with its workload; p pauses the campaign."""
+    (first,) = dedicated_nodes(1)
+    deploy(cluster, namespace, "solo", 1, pool=namespace)
+    (second,) = dedicated_nodes(1)
+    add_pdb(cluster, namespace, "solo", app="solo", expected=1, min_available=1)
+    tmux.plugin_with_tui(kubeconfig, "campaign", first, second, "--budget", "1", "--order", "given")
+
+    def squeezed(shown: str) -> str:
+        return "".join(shown.split())
+
+    wanted = (
+        "wave 1/2 · out 1/1",
+        "1 blocked · 1 waiting",
+        "1     current",  # the waves table
+        "2     next",
+        "blocked  1 pod held by PDB",  # the node's state and why
+    )
+
+    def all_shown(shown: str) -> bool:
+        # The panel wraps its lines where the terminal ends: its words are looked for without the spaces.
+        panel = f"PDB{namespace}/solo" in squeezed(shown) and f"GiveDeployment{namespace}/solo" in squeezed(shown)
+        return panel and all(w in shown for w in wanted)
+
+    tmux.wait_for(all_shown, what="the waves, the blocked node and the panel naming solo")
+
+    tmux.run("send-keys", "-t", "tui", "p")
+    with connect(name="test", start=False) as agent:
+        (job,) = agent.jobs()
+    deadline = time.monotonic() + 30
+    while not job.paused and time.monotonic() < deadline:
+        time.sleep(0.2)
+        with connect(name="test", start=False) as agent:
+            job = agent.show(job.id)
+    assert (job.kind, job.paused) == ("campaign", True)
+    tmux.wait_for(lambda s: "paused" in s.splitlines()[1], what="'paused' in the header line")
+    tmux.run("send-keys", "-t", "tui", "q")
+    with connect(name="test", start=False) as agent:
+        agent.cancel(job.id)
+    # Held and then paused: the second node was never cordoned.
+    assert not cluster.core.read_node(second).spec.unschedulable

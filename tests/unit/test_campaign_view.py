@@ -165,10 +165,10 @@ def test_a_campaigns_progress_is_its_nodes() -> None:
 CAMPAIGN = Path(__file__).parent / "streams" / "campaign_two_waves.jsonl"
 
 
-def test_a_recorded_campaign_folds_to_every_node_done_and_opens_on_the_drains_screen() -> None:
-    """Until the campaign has its own screen, the drain's shows its nodes and pods (its view is a drain's)."""
+def test_a_recorded_campaign_folds_to_every_node_done_and_opens_on_its_own_screen() -> None:
     from kubectl_rollout.tui.app import RolloutPlusApp, recording_connect
-    from kubectl_rollout.tui.screens.evictions import EvictionsScreen
+    from kubectl_rollout.tui.screens.campaign import CampaignScreen
+    from kubectl_rollout.tui.widgets.live_table import LiveTable
 
     envelopes = [Envelope.from_dict(json.loads(line)) for line in CAMPAIGN.read_text().splitlines()]
     view = job_views.fold_all(envelopes)
@@ -177,16 +177,18 @@ def test_a_recorded_campaign_folds_to_every_node_done_and_opens_on_the_drains_sc
     assert len(view.body.states) == 4
     job = envelopes[0].job
 
-    async def scenario() -> tuple[type, int]:
+    async def scenario() -> tuple[type, dict[str, str]]:
         app = RolloutPlusApp(recording_connect([CAMPAIGN]), open_job=job)
         async with app.run_test(size=(80, 24)) as pilot:
             for _ in range(100):
                 await pilot.pause(0.02)
-                if isinstance(app.screen, EvictionsScreen):
+                if isinstance(app.screen, CampaignScreen) and app.store.view(job).finished is not None:
                     break
+            app.flush()
             await pilot.pause(0.2)
-            return type(app.screen), len(app.screen.query("*"))
+            table = app.screen.query_one("#campaign-nodes", LiveTable)
+            return type(app.screen), {key: table.get_row(key)[1].plain for key in table.row_keys}  # type: ignore[union-attr]
 
-    screen, widgets = asyncio.run(scenario())
-    assert screen is EvictionsScreen
-    assert widgets > 0
+    screen, states = asyncio.run(scenario())
+    assert screen is CampaignScreen
+    assert states == dict.fromkeys(sorted(view.body.states), "done")

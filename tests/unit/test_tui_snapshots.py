@@ -17,6 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from campaign_stream import START as CAMPAIGN_START
+from campaign_stream import campaign_events
+from campaign_stream import envelopes as campaign_envelopes
+from canary_stream import START as CANARY_START
+from canary_stream import canary_events
+from canary_stream import envelopes as canary_envelopes
 from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
@@ -216,14 +222,26 @@ class RecordingThatCanAct(RecordedJobs):
     can_act = True
 
 
-def forty_held(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
-    envelopes = recorded(FORTY, until=FORTY_HELD)
+def app_acting_on(
+    envelopes: list[Envelope],
+    *,
+    clock: float,
+    can_act: bool,
+    readonly: bool = False,
+    acting: type[RecordedJobs] = RecordingThatCanAct,
+) -> RolloutPlusApp:
+    """The recorded jobs, steerable (``acting``, a recording that can act) or not (a plain recording)."""
 
     async def connect() -> JobSource:
-        source = RecordingThatCanAct if can_act else RecordedJobs
+        source = acting if can_act else RecordedJobs
         return source(envelopes, description="recorded")
 
-    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: FORTY_FROZEN)
+    return RolloutPlusApp(connect, readonly=readonly, clock=lambda: clock)
+
+
+def forty_held(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    envelopes = recorded(FORTY, until=FORTY_HELD)
+    return app_acting_on(envelopes, clock=FORTY_FROZEN, can_act=can_act, readonly=readonly)
 
 
 def test_drain_screen_shows_the_held_pod_first_and_names_its_deployment(snap_compare: Any) -> None:
@@ -285,5 +303,104 @@ def test_a_drain_that_surges_says_why_it_left_the_workload_alone_and_offers_no_s
             panel = " ".join(screen.query_one(BlockerPanel).plain.split())
             assert "--surge left Deployment tui-look/solo alone: HorizontalPodAutoscaler tui-look/solo" in panel
             assert "(press s)" not in panel
+
+    asyncio.run(run())
+
+
+def campaign_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    """The second wave of a campaign over six nodes in three zones, its first node held by PDB shop/solo."""
+    envelopes = campaign_envelopes(campaign_events())
+    return app_acting_on(envelopes, clock=CAMPAIGN_START + 70, can_act=can_act, readonly=readonly)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_campaign_screen_a_wave_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The summary (wave, budget, rate, soak, window, nodes by phase, zones), the waves current first, the
+    blocked node first, and the panel naming Deployment solo; the footer offers p and c."""
+    assert snap_compare(campaign_app(can_act=True), terminal_size=size, run_before=settled("enter"))
+
+
+def test_campaign_screen_readonly_offers_no_steering() -> None:
+    app = campaign_app(can_act=True, readonly=True)
+
+    async def run() -> None:
+        from kubectl_rollout.tui.screens.campaign import CampaignScreen
+
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, CampaignScreen)
+            assert screen.check_action("pause", ()) is False
+            assert screen.check_action("cancel", ()) is False
+            await pilot.press("c")
+            await pilot.pause(0.1)
+            assert app.screen is screen  # no question asked
+
+    asyncio.run(run())
+
+
+def canary_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
+    """Managed workload web at the pause of its third step, its gate passed before it."""
+    envelopes = canary_envelopes(canary_events())
+    clock = CANARY_START + 70
+    return app_acting_on(envelopes, clock=clock, can_act=can_act, readonly=readonly, acting=WithItsCluster)
+
+
+class WithItsCluster(RecordingThatCanAct):
+    """The job names its cluster, as an agent's job does: what a promote job is submitted for."""
+
+    async def jobs(self) -> list[JobInfo]:
+        spec = {"connection": {"kubeconfig": ["/nowhere"], "namespace": "shop"}}
+        return [dataclasses.replace(info, spec=spec) for info in await super().jobs()]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rollout_screen_a_canary_at_a_pause(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The steps (two done, the pause current, two to come), step 3/5 with its counts, paused by the step, the
+    gate's last result with its output; the footer offers P, F and A (not R: nothing is aborted)."""
+    assert snap_compare(canary_app(can_act=True), terminal_size=size, run_before=settled("enter"))
+
+
+def test_p_on_a_canary_asks_before_it_promotes(snap_compare: Any) -> None:
+    assert snap_compare(canary_app(can_act=True), terminal_size=(80, 24), run_before=settled("enter", "P"))
+
+
+@pytest.mark.parametrize(
+    ("can_act", "readonly"), [pytest.param(False, False, id="recording"), pytest.param(True, True, id="readonly")]
+)
+def test_no_canary_keys_where_nothing_may_be_steered(can_act: bool, readonly: bool) -> None:
+    from kubectl_rollout.tui.screens.rollout import RolloutScreen
+
+    app = canary_app(can_act=can_act, readonly=readonly)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, RolloutScreen)
+            found = screen.canary()
+            assert found is not None
+            assert found[0].step == 3
+            for action in ("promote", "promote_full", "abort", "retry"):
+                assert screen.check_action("canary", (action,)) is False, action
+            await pilot.press("P")
+            await pilot.pause(0.1)
+            assert app.screen is screen  # no question
+
+    asyncio.run(run())
+
+
+def test_the_canary_keys_that_apply() -> None:
+    from kubectl_rollout.tui.screens.rollout import RolloutScreen
+
+    app = canary_app(can_act=True)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settled("enter")(pilot)
+            screen = app.screen
+            assert isinstance(screen, RolloutScreen)
+            allowed = {a: screen.check_action("canary", (a,)) for a in ("promote", "promote_full", "abort", "retry")}
+            assert allowed == {"promote": True, "promote_full": True, "abort": True, "retry": False}
 
     asyncio.run(run())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from kubectl_rollout.agent.protocol import JobInfo, Method
-from kubectl_rollout.jobs.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadRow
+from kubectl_rollout.jobs.cluster_rows import NodeRow, ReplicaSetPods, RevisionRow, WorkloadPods, WorkloadRow
 from kubectl_rollout.jobs.events.base import decode_dataclass, encode_value
 from kubectl_rollout.jobs.events.drain import DrainPlanned
 from kubectl_rollout.jobs.spec import Connection, DrainOptions, JobSpec
@@ -99,6 +99,14 @@ def pods(
     ReplicaSet (those not Ready first), with the counts of all."""
     params = {"connection": _connection(connection), "workload": workload, "namespace": namespace, "limit": limit}
     return Call(Method.PODS, params, lambda result: [ReplicaSetPods.from_dict(row) for row in result["replica_sets"]])
+
+
+def workload_pods(
+    connection: Connection, workload: str, *, namespace: str | None = None, limit: int = 20
+) -> Call[WorkloadPods]:
+    """``pods``, with the workload's canary as its record keeps it (None from an agent that does not say)."""
+    params = {"connection": _connection(connection), "workload": workload, "namespace": namespace, "limit": limit}
+    return Call(Method.PODS, params, WorkloadPods.from_dict)
 
 
 def abort(connection: Connection, workload: str, *, namespace: str | None = None) -> Call[JobInfo]:

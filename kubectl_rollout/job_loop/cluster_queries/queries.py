@@ -162,6 +162,7 @@ class ClusterQueries:
             limit = params.get("limit", reads.PODS_PER_REPLICA_SET)
             if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
                 raise BadQuery("limit must be a whole number of pods, 0 or more")
-            sets = reads.read_pods(cluster, namespace, name, limit=limit)
-            return {"replica_sets": [row.as_dict() for row in sets]}
+            # The ReplicaSets with their pods, and (a field added later, so an older client just ignores it) the
+            # canary as the record keeps it: who promoted it, from any machine.
+            return reads.read_workload_pods(cluster, namespace, name, limit=limit).as_dict()
         raise UnknownQuery(f"{query} is not a cluster method")

@@ -16,13 +16,16 @@ from kubectl_rollout.drain.cordon import is_cordoned
 from kubectl_rollout.drain.engine import DrainEngine, drain_permissions
 from kubectl_rollout.eviction.pdb_pods import why_unhealthy
 from kubectl_rollout.jobs.cluster_rows import (
+    CanaryRecord,
     ConditionRow,
     NodeRow,
     NodeVerdict,
     PodRow,
+    RecordedMark,
     ReplicaSetPods,
     RevisionRow,
     WorkloadKind,
+    WorkloadPods,
     WorkloadRow,
     node_verdict,
 )
@@ -37,7 +40,9 @@ from kubectl_rollout.kube.permissions import Permission, require
 from kubectl_rollout.kube.pods import controller_of, is_ready
 from kubectl_rollout.kube.record_names import WORKLOAD_LABEL
 from kubectl_rollout.rollout import operations, replica_sets
-from kubectl_rollout.rollout.record import MANAGED_BY, MANAGER, from_config_map
+from kubectl_rollout.rollout.canary.record_state import state_of as canary_state_of
+from kubectl_rollout.rollout.canary.state import Mark
+from kubectl_rollout.rollout.record import MANAGED_BY, MANAGER, Record, from_config_map
 from kubectl_rollout.rollout.record import read as read_record
 from kubectl_rollout.rollout.state import rollout_phase, status_message
 
@@ -260,7 +265,39 @@ def read_pods(
 ) -> list[ReplicaSetPods]:
     """Managed workload ``name``'s ReplicaSets, newest revision first, each with its pods: at most ``limit``
     (those not Ready first, then by name) and the counts of all."""
+    return _pods_of(cluster, read_record(cluster, namespace, name), limit=limit)
+
+
+def read_workload_pods(
+    cluster: Cluster, namespace: str, name: str, *, limit: int = PODS_PER_REPLICA_SET
+) -> WorkloadPods:
+    """``read_pods``, and the workload's canary as its record keeps it (one read of the record for both)."""
     record = read_record(cluster, namespace, name)
+    return WorkloadPods(replica_sets=tuple(_pods_of(cluster, record, limit=limit)), canary=_canary_of(record))
+
+
+def _mark(mark: Mark | None) -> RecordedMark | None:
+    return None if mark is None else RecordedMark(by=mark.by, at=mark.at)
+
+
+def _canary_of(record: Record) -> CanaryRecord | None:
+    state = canary_state_of(record)
+    if state is None:
+        return None
+    return CanaryRecord(
+        steps=state.steps,
+        step=state.step,
+        step_started_at=state.step_started_at,
+        full=state.full,
+        paused=_mark(state.paused),
+        promoted=_mark(state.promoted),
+        aborted=_mark(state.aborted),
+        retried=_mark(state.retried),
+    )
+
+
+def _pods_of(cluster: Cluster, record: Record, *, limit: int) -> list[ReplicaSetPods]:
+    namespace, name = record.namespace, record.name
     sets = replica_sets.owned(
         call_with_retry(
             cluster.apps.list_namespaced_replica_set, namespace, label_selector=f"{WORKLOAD_LABEL}={name}"

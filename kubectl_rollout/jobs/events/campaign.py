@@ -75,6 +75,15 @@ class WavePlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ZoneCap:
+    """``--zone-budget``: at most ``cap`` of a zone's ``nodes`` (those left to do) out at once."""
+
+    zone: str
+    nodes: int
+    cap: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class CampaignPlanned(Event):
     TYPE = "CampaignPlanned"
 
@@ -97,6 +106,11 @@ class CampaignPlanned(Event):
     #: with windows: when the one open now closes (epoch seconds), or when the next opens
     window_closes_at: float | None = None
     next_opening: float | None = None
+    #: --zone-budget as given ("1", "50%"), and what it allows in each zone; "" and () without one
+    zone_budget: str = ""
+    zone_caps: tuple[ZoneCap, ...] = ()
+    #: --on-blocked: what a node that cannot drain within --timeout gets ("wait", "skip", "keep", "surge")
+    on_blocked: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,9 +31,7 @@ class CampaignFacts(JobKindFacts):
     body = "kubectl_rollout.campaign.job:run_campaign_job"
     printer = "kubectl_rollout.cli.campaign_output:campaign_printer"
     live_footer = False
-    # The drain's screen shows a campaign's nodes and pods (its view is a drain's, and more) until the
-    # campaign's own screen (waves, zones, the window) exists.
-    screen = "kubectl_rollout.tui.screens.evictions:EvictionsScreen"
+    screen = "kubectl_rollout.tui.screens.campaign:CampaignScreen"
     view = "kubectl_rollout.jobs.views.campaign:CampaignView"
     fold = "kubectl_rollout.jobs.views.campaign:fold"
     event_modules = ("campaign",)

@@ -159,6 +159,8 @@ class OwnerFacts:
     not_surged: Mapping[str, str] = field(default_factory=dict)
     #: workloads this drain raised now ("Kind ns/name" -> replicas)
     surging: Mapping[str, int] = field(default_factory=dict)
+    #: what would surge a held workload, as the advice's sentence starts ("drain --surge would start ...")
+    surge_way: str = "drain --surge would"
 
 
 def _surge_advice(
@@ -183,7 +185,7 @@ def _surge_advice(
             surgeable.append(owner)
             count = len(pods)
             said.append(
-                f"drain --surge would start {count} extra replica{'s' if count != 1 else ''} of {_named(owner)} "
+                f"{surge.surge_way} start {count} extra replica{'s' if count != 1 else ''} of {_named(owner)} "
                 f"on other nodes first, evict {'this pod' if count == 1 else 'these pods'}, then restore the count; "
                 "the PDB never drops below its minimum"
             )

@@ -18,6 +18,7 @@ from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views import drain
+from kubectl_rollout.jobs.views.blockers import OwnerFacts
 
 
 class CampaignNodeState(enum.StrEnum):
@@ -77,6 +78,15 @@ class CampaignView(drain.DrainView):
     @property
     def out(self) -> list[str]:
         return sorted(n for n, s in self.states.items() if s.out)
+
+    @property
+    def owner_facts(self) -> OwnerFacts:
+        """The drain's, with the campaign's way to a surge: ``--on-blocked surge`` (its drains take no --surge)."""
+        plan = self.campaign_plan
+        way = "--on-blocked surge would"
+        if plan is not None and plan.on_blocked == "surge":
+            way = "this campaign (--on-blocked surge) will, once the node's --timeout is out,"
+        return dataclasses.replace(super().owner_facts, surge_way=way)
 
     @property
     def wave_blockers(self) -> tuple[ev.WaveBlocker, ...]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
+from kubectl_rollout.jobs.views.canary import CANARY_EVENTS, CanaryView, fold_canary
 
 #: how many of the latest actions a view keeps
 MAX_ACTIONS = 50
@@ -90,6 +91,8 @@ class RolloutView:
     #: the latest state line while this job followed another driver
     followed_message: str = ""
     finished: ev.RolloutFinished | None = None
+    #: the canary's steps, where this job's events left them (None: no canary event in this job)
+    canary: CanaryView | None = None
     last_seq: int = 0
 
     def condition(self, kind: ev.ConditionType) -> ConditionView | None:
@@ -153,6 +156,8 @@ def fold(view: RolloutView, envelope: Envelope) -> RolloutView:
             # sent the backlog coalesced (attach ``coalesce``, or ``lagged``) must end at this same view.
             actions = tuple(a for a in actions if a.event.coalesce_key() != key)
         view = dataclasses.replace(view, actions=(*actions, envelope)[-MAX_ACTIONS:])
+    if isinstance(event, CANARY_EVENTS):
+        return dataclasses.replace(view, canary=fold_canary(view.canary, event, at=envelope.at))
     return _apply(view, event)
 
 

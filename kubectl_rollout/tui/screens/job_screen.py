@@ -24,6 +24,8 @@ from kubectl_rollout.tui.widgets.state_style import state_text
 
 #: actions that change a job; --readonly hides them
 STEERING = frozenset({"cancel", "pause"})
+#: a longer target is cut in the header line (a campaign of 300 nodes by name): the Jobs screen has it whole
+HEADER_TARGET = 60
 
 
 class JobScreen(LiveScreen):
@@ -67,8 +69,11 @@ class JobScreen(LiveScreen):
         progress = progress_of(view)
         state = "paused" if view.paused and not view.state.finished else str(view.state)
         eta = eta_seconds(progress, started_at=view.started_at, now=now) if state == "running" else None
+        target = view.target or self.job_id
+        if len(target) > HEADER_TARGET:
+            target = target[: HEADER_TARGET - 1] + "…"
         line = Text.assemble(
-            (f"{view.kind or 'job'} {view.target or self.job_id}", "bold"),
+            (f"{view.kind or 'job'} {target}", "bold"),
             "  ",
             state_text(state),
             "  ",

@@ -4,30 +4,57 @@ with their reasons and messages, progress against the deadline, and the log of w
 The events say what the driver did to the ReplicaSets, not how each pod is doing: the pods (ready, restarts, why
 not Ready) come from the agent's ``pods`` method, asked every ``PODS_EVERY`` seconds while the screen is shown,
 for the workload and cluster the job names.
+
+A workload with canary steps shows them (``widgets.steps_panel``): the canary is put together from every job of
+the agent on the workload (``jobs.views.canary.merged``: the job that changed the template ends at the first
+pause, a promote job takes it further). ``P`` promote, ``F`` promote --full, ``A`` abort and ``R`` retry submit
+the same rollout jobs as the CLI's commands, each after a confirmation; ``--readonly`` greys them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, RichLog, Static, Tree
 
 from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.client.cluster_calls import Call
 from kubectl_rollout.agent.errors import AgentError
-from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.cluster_rows import CanaryRecord, PodRow, ReplicaSetPods, WorkloadPods
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, decode_dataclass
-from kubectl_rollout.jobs.spec import Connection
+from kubectl_rollout.jobs.spec import ActionKind, Connection, JobKind, JobSpec, RolloutAction
+from kubectl_rollout.jobs.views.canary import CanaryView, merged, with_record
 from kubectl_rollout.jobs.views.rollout import RolloutView
 from kubectl_rollout.tui.agent_calls import CallRunner, MethodCaller
+from kubectl_rollout.tui.cluster_messages import JobSubmitted
 from kubectl_rollout.tui.formatting import clock_time, duration
 from kubectl_rollout.tui.screens.job_screen import JobScreen
 from kubectl_rollout.tui.widgets.bars import count_bar
 from kubectl_rollout.tui.widgets.filter_bar import FilterBar, matches
+from kubectl_rollout.tui.widgets.steps_panel import describe_steps
+
+#: the canary's keys: action -> (the command's kind, promote --full, the question, what the confirm button says)
+CANARY_ACTIONS: dict[str, tuple[ActionKind, bool, str, str]] = {
+    "promote": (ActionKind.PROMOTE, False, "Promote {target} past step {step}?", "Promote"),
+    "promote_full": (ActionKind.PROMOTE, True, "Promote {target} past every remaining step (--full)?", "Promote all"),
+    "abort": (ActionKind.ABORT, False, "Abort the canary of {target}?", "Abort"),
+    "retry": (ActionKind.RETRY, False, "Retry the aborted canary of {target} from its first step?", "Retry"),
+}
+#: what each does, under the question
+CANARY_DETAILS = {
+    "promote": "The canary goes on to its next step (a pause or a gate is passed); the driver carries it out.",
+    "promote_full": "Every remaining step is skipped: the new revision takes every replica, within maxSurge and "
+    "maxUnavailable.",
+    "abort": "The stable ReplicaSet goes back to full size and the canary to 0; the workload stays aborted "
+    "until retry (R) or a new change.",
+    "retry": "The canary starts again from its first step.",
+}
 
 BAR = 5
 #: seconds between two asks for the workload's pods while the screen is shown
@@ -139,13 +166,25 @@ def log_line(envelope: Envelope) -> str:
 
 
 class RolloutScreen(JobScreen):
+    #: the workload's canary as its record kept it when the agent last answered (None: no canary there, or no
+    #: answer yet)
+    recorded_canary: CanaryRecord | None = None
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("P", "canary('promote')", "Promote", tooltip="Promote the canary past its current step"),
+        Binding("F", "canary('promote_full')", "Full", tooltip="Promote the canary past every remaining step"),
+        Binding("A", "canary('abort')", "Abort", tooltip="Abort the canary: the stable back at full size"),
+        Binding("R", "canary('retry')", "Retry", tooltip="Start the aborted canary again from its first step"),
+    ]
     HELP_TEXT = (
         "A rollout of a managed workload: each revision's ReplicaSet with its desired, current, ready and "
         "available pods as bars (new: the current template), its pods under it (Ready or not, on which node, "
         "restarts, why not Ready; refreshed every 2 s), the conditions "
         "(Progressing, Available, ReplicaFailure) with their reasons, how much of the progress deadline is "
         "left, and the log of what the driver did. `p` pauses the job: the workload is paused (no rollout "
-        "progress) until the job is resumed."
+        "progress) until the job is resumed. A workload with canary steps shows them (done, current, to come), the "
+        "current one with its counts, a pause's time left, the gate's state and last result, and who paused, "
+        "promoted, aborted or retried it; P promotes past the current step, F past every step (--full), A aborts "
+        "(the stable back at full size), R retries an aborted canary, each after a question."
     )
 
     def compose(self) -> ComposeResult:
@@ -154,6 +193,7 @@ class RolloutScreen(JobScreen):
         tree: Tree[str] = Tree("workload", id="replica-sets")
         tree.show_root = False
         yield tree
+        yield Static(id="steps")
         yield Static(id="conditions")
         yield Static(id="deadline")
         yield RichLog(id="actions", max_lines=500, wrap=False)
@@ -175,8 +215,9 @@ class RolloutScreen(JobScreen):
         self.refresh_pods()
         self.set_interval(PODS_EVERY, self.refresh_pods)
 
-    def _pods_call(self) -> Call[list[ReplicaSetPods]] | None:
-        """The ask for the workload's pods, on the cluster the job runs against; None until the job names both."""
+    def _pods_call(self) -> Call[WorkloadPods] | None:
+        """The ask for the workload's pods (and its canary's record), on the cluster the job runs against; None
+        until the job names both."""
         body = self.view.body
         info = self.rollout_app.store.infos.get(self.job_id)
         raw = info.spec.get("connection") if info is not None else None
@@ -184,7 +225,7 @@ class RolloutScreen(JobScreen):
             return None
         connection: Connection = decode_dataclass(Connection, raw)
         namespace = body.namespace or None
-        return cluster_calls.pods(connection, body.workload, namespace=namespace, limit=PODS_PER_REPLICA_SET)
+        return cluster_calls.workload_pods(connection, body.workload, namespace=namespace, limit=PODS_PER_REPLICA_SET)
 
     @work(exclusive=True, group="pods")
     async def refresh_pods(self) -> None:
@@ -200,7 +241,8 @@ class RolloutScreen(JobScreen):
         except AgentError as err:
             self.pods_error = err.message
         else:
-            self.pods = {row.replica_set: row for row in found}
+            self.pods = {row.replica_set: row for row in found.replica_sets}
+            self.recorded_canary = found.canary
             self.pods_error = ""
             self.pods_loads += 1
         if self.is_mounted:
@@ -216,6 +258,7 @@ class RolloutScreen(JobScreen):
         if not isinstance(body, RolloutView):
             return
         self._show_tree(body)
+        self._show_steps(now=now)
         self.show_text("#conditions", condition_lines(body))
         self.show_text("#deadline", deadline_line(body, now=now))
         log = self.query_one("#actions", RichLog)
@@ -258,3 +301,124 @@ class RolloutScreen(JobScreen):
                         style="red",
                     )
                 )
+
+    # --- canary steps ------------------------------------------------------------------------
+
+    def _workload_jobs(self) -> dict[str, RolloutView]:
+        """The rollout views of every job the app knows on this job's workload (its own first), by job."""
+        body = self.view.body
+        if not isinstance(body, RolloutView) or not body.workload:
+            return {}
+        store = self.rollout_app.store
+        views = {self.job_id: body}
+        for job_id, job in store.views.items():  # followed jobs, listed by the agent or not yet
+            other = job.body
+            if isinstance(other, RolloutView) and (other.workload, other.namespace) == (body.workload, body.namespace):
+                views.setdefault(job_id, other)
+        return views
+
+    def canary(self) -> tuple[CanaryView, RolloutView] | None:
+        """The workload's canary, put together from its jobs and its record (as the agent last read it), and
+        the view of the job that moved it last."""
+        jobs = self._workload_jobs()
+        with_canary = [v for v in jobs.values() if v.canary is not None]
+        found = merged(v.canary for v in with_canary if v.canary is not None)
+        if self.recorded_canary is not None:
+            found = with_record(found, self.recorded_canary)
+        if found is None:
+            return None
+        latest = max(with_canary, key=lambda v: v.canary.updated_at if v.canary is not None else 0.0, default=None)
+        return found, latest or jobs[self.job_id]
+
+    def _show_steps(self, *, now: float) -> None:
+        widget = self.query_one("#steps", Static)
+        found = self.canary()
+        widget.display = found is not None
+        # The canary's keys join the job's: at 80 columns the footer fits them only without its padding and the
+        # palette's key (Ctrl+P still opens it, and ? lists it).
+        footer = self.query_one(Footer)
+        footer.compact = found is not None
+        footer.show_command_palette = found is None
+        if found is None:
+            return
+        canary, latest = found
+        # The new revision's pods now: Ready as the agent last counted them (every PODS_EVERY s), else available
+        # as the latest job's events said (a reached step's counts are all available).
+        new = next((r for r in latest.rows if r.updated), None)
+        pods = new.available if new is not None else 0
+        if canary.reached:
+            pods = max(pods, canary.canary)
+        live = self.pods.get(new.name) if new is not None else None
+        if live is not None:
+            pods = live.ready
+        self.show_text("#steps", describe_steps(canary, canary_pods=pods, replicas=latest.desired, now=now))
+
+    def show_changes(self, jobs: frozenset[str]) -> None:
+        super().show_changes(jobs)
+        if self.job_id not in jobs and jobs & self._workload_jobs().keys():
+            # Another job on the workload (a promote, an abort) moved its canary.
+            facts = self._key_facts()
+            if facts != self._keys_shown_for:
+                self._keys_shown_for = facts
+                self.refresh_bindings()
+            self.show_all()
+
+    def _key_facts(self) -> tuple[object, ...]:
+        found = self.canary()
+        canary = found[0] if found is not None else None
+        state = (canary.under_way, canary.aborted is not None) if canary is not None else None
+        return (*super()._key_facts(), state)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action != "canary" or not parameters or parameters[0] not in CANARY_ACTIONS:
+            return super().check_action(action, parameters)
+        which = parameters[0]
+        source = self.rollout_app.source
+        if self.rollout_app.readonly or source is None or not source.can_act:
+            return False
+        # Shown only where they apply (a rollout without steps has none; retry only once aborted): the footer
+        # has room for the canary's keys at 80 columns only if it carries no others.
+        found = self.canary()
+        if found is None:
+            return False
+        canary = found[0]
+        if which == "retry":
+            return canary.aborted is not None
+        return canary.under_way
+
+    def _canary_spec(self, action: str) -> JobSpec | None:
+        """The rollout job the CLI's command would submit, on this job's cluster and workload."""
+        body = self.view.body
+        info = self.rollout_app.store.infos.get(self.job_id)
+        raw = info.spec.get("connection") if info is not None else None
+        if not isinstance(body, RolloutView) or not body.workload or not isinstance(raw, dict):
+            return None
+        kind, full, _, _ = CANARY_ACTIONS[action]
+        connection: Connection = decode_dataclass(Connection, raw)
+        rollout = RolloutAction(kind=kind, name=body.workload, namespace=body.namespace or None, full=full)
+        return JobSpec(kind=JobKind.ROLLOUT, connection=connection, rollout=rollout)
+
+    @work(exclusive=True, group="canary")
+    async def action_canary(self, action: str) -> None:
+        """P, F, A, R: the canary command ``action`` (a key of ``CANARY_ACTIONS``), after a question."""
+        from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+
+        found = self.canary()
+        spec = self._canary_spec(action)
+        if self.check_action("canary", (action,)) is not True or found is None or spec is None or spec.rollout is None:
+            return
+        _, _, question, yes = CANARY_ACTIONS[action]
+        target = f"{spec.rollout.namespace or 'default'}/{spec.rollout.name}"
+        asked = question.format(target=target, step=f"{found[0].step}/{found[0].count}")
+        if not await self.app.push_screen_wait(ConfirmScreen(f"{asked}\n\n{CANARY_DETAILS[action]}", yes=yes)):
+            return
+        link: CallRunner | None = getattr(self.app, "cluster_link", None)
+        if link is None:
+            return
+        try:
+            job = await link.run(cluster_calls.submit(spec))
+        except AgentError as err:
+            self.notify(err.message, severity="error", timeout=10)
+            return
+        self.post_message(JobSubmitted(job, open_it=False))
+        self.notify(f"job {job.id}: {spec.rollout.kind.value}{' --full' if spec.rollout.full else ''} {target}")

@@ -1,0 +1,191 @@
+"""The screen of a campaign: its waves, its zones, its nodes by phase, and why the current wave waits.
+
+Drawn from the campaign's view through ``jobs.views.campaign_board`` (waves,
+zones, node phases, the window), so the screen only formats. What needs a
+person's eyes comes first at 80x24: the summary (wave, nodes out against the
+budget, the rate, the soak, the window and its time left, nodes per phase),
+the wave in progress and the next ones, the nodes blocked, failed or kept
+before those draining, waiting and done, and the blocker panel of the drain's
+screen for the PDBs that hold the current wave's pods now (their workload by
+name, what ``--on-blocked surge`` would do). ``p`` pauses (no new wave, no new
+eviction) and ``c`` cancels, as on the drain's screen.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer, Header, Static
+
+from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
+from kubectl_rollout.jobs.views.campaign import CampaignView
+from kubectl_rollout.jobs.views.campaign_board import (
+    NodeRow,
+    WaveRow,
+    WindowState,
+    ZoneRow,
+    node_rows,
+    phase_counts,
+    wave_rows,
+    window_now,
+    zone_rows,
+)
+from kubectl_rollout.tui.formatting import countdown, duration
+from kubectl_rollout.tui.screens.job_screen import JobScreen
+from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
+from kubectl_rollout.tui.widgets.filter_bar import FilterBar
+from kubectl_rollout.tui.widgets.live_table import Cell, LiveTable
+from kubectl_rollout.tui.widgets.state_style import state_text
+
+WAVE_COLUMNS = ("WAVE", "STATE", "NODES", "DONE", "PODS", "ZONES", "HELD BY (PLAN)")
+#: why a node waits comes right after its state: at 80 columns long node names leave little room after them
+NODE_COLUMNS = ("NODE", "STATE", "WHY", "WAVE", "ZONE", "PODS", "EVICTED")
+
+
+def wave_row(wave: WaveRow) -> tuple[Cell, ...]:
+    held = ", ".join(f"{b.pdb} ({b.rounds} rounds)" for b in wave.blockers) or "-"
+    return (
+        str(wave.index),
+        state_text(str(wave.status)),
+        str(len(wave.nodes)),
+        f"{wave.finished}/{len(wave.nodes)}",
+        str(wave.pods),
+        ", ".join(z for z in wave.zones if z) or "-",
+        held,
+    )
+
+
+def node_row(row: NodeRow) -> tuple[Cell, ...]:
+    return (
+        row.name,
+        state_text(str(row.phase)),
+        row.why or "-",
+        str(row.wave) if row.wave else "-",
+        row.zone or "-",
+        str(row.pods) if row.pods else "-",
+        str(row.evicted) if row.evicted else "-",
+    )
+
+
+def zones_line(zones: list[ZoneRow], *, per_zone: bool) -> Text:
+    """``zones: zone-a 1/2 out, 0/3 done · zone-b ...``; nothing for a campaign whose nodes have no zone."""
+    named = [z for z in zones if z.zone]
+    if not named:
+        return Text()
+    text = Text("zones", style="bold")
+    text.append(" (one at a time)" if per_zone else "")
+    text.append(": ")
+    for i, zone in enumerate(named):
+        if i:
+            text.append(" · ", style="dim")
+        text.append(f"{zone.zone} ")
+        cap = f"/{zone.cap}" if zone.cap is not None else ""
+        text.append(f"{zone.out}{cap} out", style="cyan" if zone.out else "")
+        text.append(f", {zone.finished}/{zone.nodes} done", style="dim")
+    return text
+
+
+def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
+    """The campaign in four lines at most: the wave and the budget in use, the window, the nodes by phase,
+    the zones."""
+    plan = view.campaign_plan
+    text = Text()
+    waves = len(plan.waves) if plan is not None else 0
+    text.append(f"wave {view.wave}/{waves}" if view.wave else f"{waves} waves, none started", style="bold")
+    if plan is not None:
+        budget = f" ({plan.budget_text})" if plan.budget_text and plan.budget_text != str(plan.budget) else ""
+        text.append(f" · out {len(view.out)}/{plan.budget}{budget}")
+        if plan.zone_budget:
+            text.append(f" · zone budget {plan.zone_budget}")
+        if plan.rate:
+            text.append(f" · rate {plan.rate}")
+        if plan.soak:
+            text.append(f" · soak {duration(plan.soak)}")
+    if view.rate_until is not None and view.campaign_finished is None:
+        text.append(f" · next wave {countdown(view.rate_until, now)} (rate)", style="yellow")
+    if view.soaking is not None:
+        text.append(f" · soaking wave {view.soaking.index} ({duration(view.soaking.seconds)})", style="cyan")
+        for wait in view.waiting_for:
+            text.append(f" · {wait.workload} {wait.available}/{wait.desired} available", style="yellow")
+    window = window_now(view)
+    text.append("\nwindow: ", style="bold")
+    if window.state is WindowState.ALWAYS:
+        text.append("none (always open)", style="dim")
+    else:
+        left = window.seconds_left(now)
+        if window.state is WindowState.OPEN:
+            text.append("open", style="green")
+            text.append(f", closes in {duration(left)}" if left is not None else "")
+        else:
+            text.append("closed", style="bold yellow")
+            text.append(f", opens in {duration(left)}" if left is not None else ", no opening within a week")
+        text.append(f" ({'; '.join(window.windows)})", style="dim")
+    counts = phase_counts(rows)
+    text.append("\nnodes: ", style="bold")
+    for i, (phase, n) in enumerate(counts.items()):
+        if i:
+            text.append(" · ", style="dim")
+        text.append(f"{n} ")
+        text.append_text(state_text(str(phase)))
+    zones = zones_line(zone_rows(view), per_zone=plan.per_zone if plan is not None else False)
+    if zones.plain:
+        text.append("\n")
+        text.append_text(zones)
+    return text
+
+
+class CampaignScreen(JobScreen):
+    HELP_TEXT = (
+        "A campaign: a pool of nodes drained in waves. At the top the wave in progress, the nodes out against "
+        "the budget (and the zone budget), the rate and the soak, the window (open until, or closed until) and "
+        "the nodes per phase and per zone. The waves: the current one, those to come, those done, each with the "
+        "PDBs the plan said would hold it. The nodes, what needs attention first: blocked (a PDB holds one of "
+        "its pods now), failed, kept, draining, cordoned, soaking, waiting, skipped, done. Below, the blocker "
+        "panel explains each PodDisruptionBudget holding the current wave's pods, names their workload and what "
+        "would unblock it. p pauses the campaign (no new wave, no new eviction), c cancels it."
+    )
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(job_id)
+        #: the node rows and blocking PDBs of a view (worked out once per view: a pass over every pod)
+        self._rows_of: tuple[object, list[NodeRow], list[PdbBlock]] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="job-header", classes="summary")
+        yield Static(id="campaign-summary", classes="summary")
+        yield LiveTable(WAVE_COLUMNS, id="waves")
+        # The nodes change phase by themselves: the cursor keeps its line (see EvictionsScreen's pods).
+        yield LiveTable(NODE_COLUMNS, id="campaign-nodes", cursor_follows_key=False)
+        yield BlockerPanel()
+        yield FilterBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Job {self.job_id}"
+        self.query_one(FilterBar).display = False
+        self.show_all()
+
+    def _facts(self, view: CampaignView) -> tuple[list[NodeRow], list[PdbBlock]]:
+        if self._rows_of is not None and self._rows_of[0] is view:
+            return self._rows_of[1], self._rows_of[2]
+        rows = node_rows(view)
+        blocks = pdb_blocks(view.pods, view.pdb_pods, surge=view.owner_facts)
+        self._rows_of = (view, rows, blocks)
+        return rows, blocks
+
+    def show_all(self) -> None:
+        if not self.is_mounted:
+            return
+        now = self.rollout_app.clock()
+        self.show_text("#job-header", self.header_line())
+        body = self.view.body
+        if not isinstance(body, CampaignView):
+            return  # the job's first events are not in yet
+        rows, blocks = self._facts(body)
+        self.show_text("#campaign-summary", summary(body, rows, now=now))
+        waves = wave_rows(body)
+        self.query_one("#waves", LiveTable).sync([(str(w.index), wave_row(w)) for w in waves])
+        needle = self.query_one(FilterBar).value
+        self.query_one("#campaign-nodes", LiveTable).sync([(r.name, node_row(r)) for r in rows], needle=needle)
+        self.query_one(BlockerPanel).show_blocks(blocks, now=now)

@@ -1,0 +1,210 @@
+"""What the campaign's screen shows, from its view: node phases by attention, waves, zones, the window."""
+
+from __future__ import annotations
+
+import pytest
+from campaign_stream import CLOSES_AT, START, campaign_events, envelopes, planned
+
+from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events import drain as drain_events
+from kubectl_rollout.jobs.events.base import Event
+from kubectl_rollout.jobs.views import job as job_views
+from kubectl_rollout.jobs.views.blockers import pdb_blocks
+from kubectl_rollout.jobs.views.campaign import CampaignView
+from kubectl_rollout.jobs.views.campaign_board import (
+    NodePhase,
+    WaveStatus,
+    WindowState,
+    node_rows,
+    phase_counts,
+    wave_rows,
+    window_now,
+    zone_rows,
+)
+
+
+def _view(events: list[Event]) -> CampaignView:
+    body = job_views.fold_all(envelopes(events)).body
+    assert isinstance(body, CampaignView)
+    return body
+
+
+def test_the_nodes_come_by_attention_blocked_first_with_the_pdb_that_holds_them() -> None:
+    view = _view(campaign_events())
+    rows = node_rows(view)
+    assert [(r.name, r.phase) for r in rows] == [
+        ("pool-001", NodePhase.BLOCKED),
+        ("pool-004", NodePhase.DRAINING),
+        ("pool-002", NodePhase.WAITING),
+        ("pool-005", NodePhase.WAITING),
+        ("pool-000", NodePhase.DONE),
+        ("pool-003", NodePhase.DONE),
+    ]
+    blocked = rows[0]
+    assert (blocked.wave, blocked.zone, blocked.pods, blocked.evicted, blocked.blocked) == (2, "zone-b", 3, 2, 1)
+    assert blocked.why == "1 pod held by PDB shop/solo"
+    assert rows[-1].evicted == 3
+    assert phase_counts(rows) == {NodePhase.BLOCKED: 1, NodePhase.DRAINING: 1, NodePhase.WAITING: 2, NodePhase.DONE: 2}
+
+
+@pytest.mark.parametrize(
+    ("tail", "phase"),
+    [
+        pytest.param([], NodePhase.DRAINING, id="draining"),
+        pytest.param(
+            [drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0)],
+            NodePhase.DRAINED,
+            id="drained, its wave still draining",
+        ),
+        pytest.param(
+            [drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0), ev.SoakStarted(index=2, seconds=9)],
+            NodePhase.SOAKING,
+            id="soaking",
+        ),
+        pytest.param([ev.NodeSoaked(node="pool-004", index=2, seconds=9)], NodePhase.SOAKED, id="soaked"),
+        pytest.param([ev.NodeKept(node="pool-004", reason="blocked 10m")], NodePhase.KEPT, id="kept"),
+        pytest.param([ev.NodeSkipped(node="pool-004", reason="x", uncordoned=True)], NodePhase.SKIPPED, id="skipped"),
+        pytest.param(
+            [drain_events.NodeDrainFailed(node="pool-004", reasons=("boom",), cordoned=True, pending=())],
+            NodePhase.FAILED,
+            id="failed",
+        ),
+    ],
+)
+def test_a_nodes_phase(tail: list[Event], phase: NodePhase) -> None:
+    rows = {r.name: r for r in node_rows(_view([*campaign_events(), *tail]))}
+    assert rows["pool-004"].phase is phase
+
+
+def test_a_kept_or_failed_node_says_why() -> None:
+    view = _view(
+        [
+            *campaign_events(),
+            ev.NodeKept(node="pool-004", reason="not drained within 10m"),
+            drain_events.NodeDrainFailed(
+                node="pool-001", reasons=("cannot delete bare pods",), pending=(), cordoned=True
+            ),
+        ]
+    )
+    rows = {r.name: r for r in node_rows(view)}
+    assert rows["pool-004"].why == "not drained within 10m"
+    assert rows["pool-001"].why == "cannot delete bare pods"
+    assert [r.phase for r in node_rows(view)][:2] == [NodePhase.FAILED, NodePhase.KEPT]
+
+
+def test_a_node_waiting_for_a_pod_a_rule_keeps_says_which_rule() -> None:
+    from kubectl_rollout.jobs.events.base import PodRef
+
+    kept = ev.RuledPod(
+        pod=PodRef(namespace="shop", name="batch-1", node="pool-004"),
+        rule=ev.PodRule.DO_NOT_DISRUPT,
+        source="karpenter.sh/do-not-disrupt=true",
+        effect="never evicted; its node waits until the pod is gone or the rule lifted",
+    )
+    rows = {r.name: r for r in node_rows(_view([*campaign_events(), ev.PodsHeld(node="pool-004", pods=(kept,))]))}
+    assert rows["pool-004"].why == "1 pod kept by karpenter.sh/do-not-disrupt=true"
+    assert rows["pool-004"].phase is NodePhase.DRAINING
+
+
+def test_the_waves_current_first_then_those_to_come_then_those_done() -> None:
+    view = _view(campaign_events(nodes=12))
+    rows = wave_rows(view)
+    assert [(w.index, w.status) for w in rows] == [
+        (2, WaveStatus.CURRENT),
+        (3, WaveStatus.NEXT),
+        (4, WaveStatus.TO_COME),
+        (5, WaveStatus.TO_COME),
+        (6, WaveStatus.TO_COME),
+        (1, WaveStatus.DONE),
+    ]
+    assert rows[0].blockers[0].pdb == "shop/solo"
+    assert (rows[0].finished, rows[-1].finished, rows[0].pods) == (0, 2, 6)
+
+
+def test_waves_a_stopped_campaign_never_started_say_so() -> None:
+    view = _view([*campaign_events(), ev.CampaignFinished(done=("pool-000", "pool-003"), stopped="cancelled")])
+    assert [(w.index, w.status) for w in wave_rows(view)] == [
+        (2, WaveStatus.NOT_STARTED),
+        (3, WaveStatus.NOT_STARTED),
+        (1, WaveStatus.DONE),
+    ]
+
+
+def test_zones_count_the_nodes_out_against_the_budget_or_the_zone_budget() -> None:
+    view = _view(campaign_events())
+    assert [(z.zone, z.nodes, z.out, z.finished, z.cap) for z in zone_rows(view)] == [
+        ("zone-a", 2, 0, 2, 2),
+        ("zone-b", 2, 2, 0, 2),
+        ("zone-c", 2, 0, 0, 2),
+    ]
+    plan = planned(nodes=6, pods_per_node=1, budget=2)
+    capped = ev.CampaignPlanned(
+        waves=plan.waves, budget=2, zone_budget="50%", zone_caps=(ev.ZoneCap(zone="zone-b", nodes=2, cap=1),)
+    )
+    assert [z.cap for z in zone_rows(_view([capped]))] == [2, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("events", "state", "until"),
+    [
+        pytest.param([ev.CampaignPlanned(waves=(), budget=1)], WindowState.ALWAYS, None, id="no window"),
+        pytest.param(
+            [ev.CampaignPlanned(waves=(), budget=1, windows=("09:00-11:00",), window_closes_at=CLOSES_AT)],
+            WindowState.OPEN,
+            CLOSES_AT,
+            id="open, as planned",
+        ),
+        pytest.param(
+            [ev.CampaignPlanned(waves=(), budget=1, windows=("09:00-11:00",), next_opening=START + 86400)],
+            WindowState.CLOSED,
+            START + 86400,
+            id="planned while closed",
+        ),
+        pytest.param(
+            [
+                ev.CampaignPlanned(waves=(), budget=1, windows=("09:00-11:00",), window_closes_at=CLOSES_AT),
+                ev.WindowClosed(next_opening=START + 7200),
+            ],
+            WindowState.CLOSED,
+            START + 7200,
+            id="closed since",
+        ),
+        pytest.param(
+            [
+                ev.CampaignPlanned(waves=(), budget=1, windows=("09:00-11:00",), next_opening=START + 60),
+                ev.WindowClosed(next_opening=START + 60),
+                ev.WindowOpened(closes_at=START + 999),
+            ],
+            WindowState.OPEN,
+            START + 999,
+            id="opened since",
+        ),
+    ],
+)
+def test_the_window_now(events: list[Event], state: WindowState, until: float | None) -> None:
+    window = window_now(_view(events))
+    assert (window.state, window.until) == (state, until)
+    assert window.seconds_left(START) == (None if until is None else until - START)
+
+
+@pytest.mark.parametrize(
+    ("on_blocked", "said"),
+    [
+        pytest.param("wait", "--on-blocked surge would start 1 extra replica of Deployment shop/solo", id="wait"),
+        pytest.param(
+            "surge",
+            "this campaign (--on-blocked surge) will, once the node's --timeout is out, start 1 extra",
+            id="surge",
+        ),
+    ],
+)
+def test_the_blocker_advice_names_the_campaigns_way_to_a_surge(on_blocked: str, said: str) -> None:
+    events = campaign_events()
+    plan = next(e for e in events if isinstance(e, ev.CampaignPlanned))
+    import dataclasses
+
+    events[events.index(plan)] = dataclasses.replace(plan, on_blocked=on_blocked)
+    view = _view(events)
+    (block,) = pdb_blocks(view.pods, view.pdb_pods, surge=view.owner_facts)
+    assert block.surge.startswith(said), block.surge
+    assert "kubectl -n shop scale deployment/solo --replicas=2" in block.unblock
