@@ -181,6 +181,27 @@ def load_manifest(path: str) -> dict[str, Any]:
     "(e.g. 'setWeight 10; pause; setWeight 50; pause 5m'; see docs/canary.md). An empty string removes them.",
 )
 @click.option(
+    "--active-service",
+    metavar="NAME",
+    default=None,
+    help="Blue-green: the Service whose selector is switched to the new ReplicaSet at promote, stored in the "
+    "annotations rollout-plus.io/strategy: blueGreen and rollout-plus.io/active-service (see docs/canary.md).",
+)
+@click.option(
+    "--preview-service",
+    metavar="NAME",
+    default=None,
+    help="Blue-green: the Service that selects the new ReplicaSet as soon as it exists "
+    "(annotation rollout-plus.io/preview-service).",
+)
+@click.option(
+    "--scale-down-delay",
+    metavar="DURATION",
+    default=None,
+    help="Blue-green: how long the old ReplicaSet keeps its pods after the switch (default 30s; annotation "
+    "rollout-plus.io/scale-down-delay).",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
@@ -189,7 +210,17 @@ def load_manifest(path: str) -> dict[str, Any]:
 @_drive_options
 @global_options
 @click.pass_context
-def apply(ctx: click.Context, /, filename: str, steps: str | None, plan_only: bool, **options: Any) -> None:
+def apply(
+    ctx: click.Context,
+    /,
+    filename: str,
+    steps: str | None,
+    active_service: str | None,
+    preview_service: str | None,
+    scale_down_delay: str | None,
+    plan_only: bool,
+    **options: Any,
+) -> None:
     """Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out.
 
     The workload is driven by this plugin, not by the Deployment controller:
@@ -208,13 +239,22 @@ def apply(ctx: click.Context, /, filename: str, steps: str | None, plan_only: bo
             f'the namespace from the provided object "{given}" does not match the namespace '
             f"\"{options['namespace']}\". You must pass '--namespace={given}' to perform this operation."
         )
-    if steps is not None:
+    blue_green = {
+        "rollout-plus.io/strategy": "blueGreen" if active_service is not None else None,
+        "rollout-plus.io/active-service": active_service,
+        "rollout-plus.io/preview-service": preview_service,
+        "rollout-plus.io/scale-down-delay": scale_down_delay,
+    }
+    if steps is not None or any(value is not None for value in blue_green.values()):
         annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {}) or {}
         manifest["metadata"]["annotations"] = annotations
-        if steps.strip():
+        if steps is not None and steps.strip():
             annotations[STEPS_ANNOTATION] = steps
-        else:
+        elif steps is not None:
             annotations.pop(STEPS_ANNOTATION, None)
+        # Checked with the manifest's own annotations before anything is written (a preview Service without an
+        # active one is refused there, naming what is missing).
+        annotations.update({key: value for key, value in blue_green.items() if value is not None})
     if plan_only:
         _print_canary_plan(manifest, options.get("namespace") or "default")
         return
@@ -419,6 +459,7 @@ def status(
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
     from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
     from kubectl_rollout.rollout import operations
+    from kubectl_rollout.rollout.bluegreen.record_state import blue_green_state, blue_green_status
     from kubectl_rollout.rollout.canary.record_state import canary_state, step_status
 
     if output == "jsonl" and not watch:
@@ -432,7 +473,7 @@ def status(
     if detach:
         raise UsageError("--detach follows a rollout in the agent: use it with -w")
     report = operations.rollout_status(cluster, cluster.namespace, name)
-    step = step_status(report.record)
+    step = step_status(report.record) or blue_green_status(report.record)
     if output == "json":
         record = report.record
         click.echo(
@@ -444,6 +485,7 @@ def status(
                     "message": report.message,
                     "status": record.status.as_dict(),
                     "canary": canary_state(report.record),
+                    "blueGreen": blue_green_state(report.record),
                 },
                 indent=2,
             )
