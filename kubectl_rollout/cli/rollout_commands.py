@@ -24,13 +24,21 @@ from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, OBJECT_NAME, REPLICA
 from kubectl_rollout.cli.cluster_completion import complete_deployments, complete_restart_targets, complete_workloads
 from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
-from kubectl_rollout.cli.options import global_options, open_cluster
+from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
 from kubectl_rollout.cli.rollout_output import rollout_printer
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events.rollout import ContainerImage
-from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.durations import go_duration, parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.rollout.bluegreen.format import (
+    ACTIVE_SERVICE,
+    BLUE_GREEN,
+    LONGEST_WAIT_SECONDS,
+    PREVIEW_SERVICE,
+    SCALE_DOWN_DELAY,
+    STRATEGY_ANNOTATION,
+)
 from kubectl_rollout.rollout.spec import InvalidManifest
 from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION
 
@@ -169,6 +177,16 @@ def load_manifest(path: str) -> dict[str, Any]:
     return documents[0]
 
 
+def _scale_down_delay(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--scale-down-delay: a duration from 0 to 24h, written to the annotation as Go spells it (``1m30s``)."""
+    seconds = duration_callback(ctx, param, value)
+    if seconds is None:
+        return None
+    if seconds > LONGEST_WAIT_SECONDS:
+        raise click.BadParameter(f"{value!r} is longer than {go_duration(LONGEST_WAIT_SECONDS)}", param=param)
+    return go_duration(seconds)
+
+
 @click.command("apply")
 @click.option(
     "-f", "--filename", required=True, metavar="FILE", help="The Deployment manifest (YAML or JSON; - for stdin)."
@@ -198,6 +216,7 @@ def load_manifest(path: str) -> dict[str, Any]:
     "--scale-down-delay",
     metavar="DURATION",
     default=None,
+    callback=_scale_down_delay,
     help="Blue-green: how long the old ReplicaSet keeps its pods after the switch (default 30s; annotation "
     "rollout-plus.io/scale-down-delay).",
 )
@@ -240,10 +259,10 @@ def apply(
             f"\"{options['namespace']}\". You must pass '--namespace={given}' to perform this operation."
         )
     blue_green = {
-        "rollout-plus.io/strategy": "blueGreen" if active_service is not None else None,
-        "rollout-plus.io/active-service": active_service,
-        "rollout-plus.io/preview-service": preview_service,
-        "rollout-plus.io/scale-down-delay": scale_down_delay,
+        STRATEGY_ANNOTATION: BLUE_GREEN if active_service is not None else None,
+        ACTIVE_SERVICE: active_service,
+        PREVIEW_SERVICE: preview_service,
+        SCALE_DOWN_DELAY: scale_down_delay,
     }
     if steps is not None or any(value is not None for value in blue_green.values()):
         annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {}) or {}
