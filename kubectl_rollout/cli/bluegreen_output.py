@@ -63,7 +63,12 @@ def _retried(event: bev.BlueGreenRetried, _view: RolloutView) -> Iterator[Line]:
     yield "out", f"workload/{event.workload} blue-green retried: the preview grows again"
 
 
+def _progressed(event: bev.BlueGreenProgressed, _view: RolloutView) -> Iterator[Line]:
+    yield "out", event.line
+
+
 BLUE_GREEN_FORMATTERS: dict[type[Event], Formatter] = {
+    bev.BlueGreenProgressed: _progressed,
     bev.BlueGreenStarted: _started,
     bev.ServiceSwitched: _switched,
     bev.PreviewReady: _preview_ready,

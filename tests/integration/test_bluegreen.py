@@ -275,6 +275,10 @@ def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_th
         assert (selected(cluster, namespace, "web"), selected(cluster, namespace, "web-preview")) == (v1, v2)
         status = plugin(kubeconfig, namespace, "status", "web")
         assert "blue-green: preview ready 10/10, waiting for promote" in status.stdout
+        # status -w finds no driver: it drives, says where the rollout stands, and ends where it waits.
+        watched = plugin(kubeconfig, namespace, "status", "web", "-w")
+        assert watched.returncode == 0, watched.stderr
+        assert "blue-green: preview ready 10/10, waiting for promote" in watched.stdout
 
         promoted_at = time.time()
         promoting = RunningPlugin("promote", "web", "-n", namespace, kubeconfig=kubeconfig)
@@ -355,6 +359,9 @@ def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_sta
         try:
             timeline.wait_selects("web", v2)
             until_state(cluster, namespace, "the switch recorded", lambda s: s.get("stable") and "switched_at" in s)
+            # A second operator follows the promote's driver: it sees the switch and the delay's end.
+            followed = plugin(kubeconfig, namespace, "status", "web", "-w", "--timeout", "3s")
+            assert "blue-green: active switched, old scaled down in " in followed.stdout, followed.stdout
             aborted = plugin(kubeconfig, namespace, "abort", "web")
         finally:
             result = promoting.finish(timeout=120)

@@ -7,7 +7,9 @@ events: ``BlueGreenStarted`` when a new revision begins beside the stable one,
 a ReplicaSet, ``PreviewReady`` once every preview pod is available,
 ``OldScaledDown`` when the old ReplicaSet reached 0 after the delay, and
 ``BlueGreenPromoted``, ``BlueGreenAborted``, ``BlueGreenRetried`` for what a
-person (or the workload's auto-promote) did.
+person (or the workload's auto-promote) did. ``BlueGreenProgressed`` says
+where the rollout stands, as ``status`` words it, when a driver takes the
+workload over and each time a follower (``status -w``) sees it move.
 """
 
 from __future__ import annotations
@@ -108,3 +110,12 @@ class BlueGreenRetried(Event):
     workload: str
     by: str
     when: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlueGreenProgressed(Event):
+    TYPE = "BlueGreenProgressed"
+
+    workload: str
+    #: "blue-green: preview ready 10/10, waiting for promote", "blue-green: active switched, old scaled down in 18s"
+    line: str

@@ -31,7 +31,7 @@ from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.durations import go_duration
 from kubectl_rollout.rollout.bluegreen import services
 from kubectl_rollout.rollout.bluegreen.format import BlueGreen
-from kubectl_rollout.rollout.bluegreen.record_state import save_state, state_of, tell
+from kubectl_rollout.rollout.bluegreen.record_state import blue_green_status, save_state, state_of, tell
 from kubectl_rollout.rollout.bluegreen.state import (
     AutoPromote,
     BlueGreenState,
@@ -71,6 +71,8 @@ class BlueGreenWalker:
         self.emit = emit
         #: Service -> the pod-template-hash this driver knows it selects (read once, then as this driver set it)
         self._selects: dict[str, str] = {}
+        #: where the rollout stood was said once (a driver that takes over says it first)
+        self._announced = False
 
     @staticmethod
     def under_way(record: Record, *, template_hash: str) -> str | None:
@@ -95,6 +97,11 @@ class BlueGreenWalker:
         state = state_of(record)
         if state is None or state.new_hash != template_hash:
             return self._begin(record, settings, template_hash=template_hash, new=new, old=old, pod_hashes=pod_hashes)
+        if not self._announced:
+            self._announced = True
+            line = blue_green_status(record, now=now)
+            if line:
+                self.emit(bev.BlueGreenProgressed(workload=self.name, line=line))
         stable = next((rs for rs in old if rs.name == state.stable), None)
         replicas = record.spec.replicas
         decision = decide(
