@@ -382,6 +382,72 @@ def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_sta
     assert state(cluster, namespace)["aborted"]["by"]
 
 
+def test_undo_during_the_delay_is_a_blue_green_change_back_to_the_kept_replicaset(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    create_service(cluster, namespace, "web")
+    create_service(cluster, namespace, "web-preview")
+    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay="6s"))
+    timeline = Timeline(cluster, namespace).start()
+    try:
+        assert plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}").returncode == 0
+        v2 = replica_sets(cluster, namespace)[V2][2]
+        promoting = RunningPlugin("promote", "web", "-n", namespace, kubeconfig=kubeconfig)
+        try:
+            until_state(cluster, namespace, "the switch recorded", lambda s: s.get("stable") and "switched_at" in s)
+            # Recorded only: the promote's driver carries it out (it watches the record).
+            undone = plugin(kubeconfig, namespace, "undo", "web", "--no-wait")
+            assert undone.returncode == 0, undone.stderr
+        finally:
+            result = promoting.finish(timeout=120)
+        # The previous revision, kept through the delay, is the preview now: at full size at once, waiting.
+        assert result.returncode == 0, result.stderr
+        assert "blue-green: preview ready 10/10, waiting for promote" in result.stdout
+        assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (10, 10)}
+        assert (selected(cluster, namespace, "web"), selected(cluster, namespace, "web-preview")) == (v2, v1)
+        assert state(cluster, namespace)["stable_pod_hash"] == v2
+        back = plugin(kubeconfig, namespace, "promote", "web")
+        assert back.returncode == 0, back.stderr
+        assert counts(cluster, namespace) == {V2: (0, 0), manifests.IMAGE: (10, 10)}
+    finally:
+        timeline.stop()
+    assert [s.hash for s in timeline.selections("web")] == [v1, v2, v1]
+    assert timeline.active_breaches() == []
+
+
+def test_apply_flags_write_the_blue_green_annotations(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    create_service(cluster, namespace, "web")
+    create_service(cluster, namespace, "web-preview")
+    plain = manifests.deployment("web", replicas=10, annotations={manifests.READY_AFTER: "1s"})
+    flags = ["--active-service", "web", "--preview-service", "web-preview", "--scale-down-delay", "90"]
+    result = plugin(kubeconfig, namespace, "apply", "-f", str(write(tmp_path, plain)), *flags)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads(cluster.core.read_namespaced_config_map(record_name("web"), namespace).data["manifest"])
+    assert manifest["metadata"]["annotations"] == {
+        "rollout-plus.io/strategy": "blueGreen",
+        "rollout-plus.io/active-service": "web",
+        "rollout-plus.io/preview-service": "web-preview",
+        "rollout-plus.io/scale-down-delay": "1m30s",
+    }
+    ((_, _, first),) = replica_sets(cluster, namespace).values()
+    assert (selected(cluster, namespace, "web"), selected(cluster, namespace, "web-preview")) == (first, first)
+    same = plugin(
+        kubeconfig,
+        namespace,
+        "apply",
+        "-f",
+        str(write(tmp_path, plain)),
+        "--active-service",
+        "web",
+        "--preview-service",
+        "web",
+    )
+    assert same.returncode == 2, same.stderr
+    assert "name the same Service 'web'" in same.stderr
+
+
 # --- the agent SIGKILLed during the delay ------------------------------------------------------------------------
 
 
