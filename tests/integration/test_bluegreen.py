@@ -255,22 +255,31 @@ def pods_of(cluster: Cluster, namespace: str, hash_: str) -> set[str]:
     }
 
 
+def previewing(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, *, delay: str
+) -> tuple[str, str, Timeline, Any]:
+    """Services web and web-preview, the workload applied at v1, its Services and ReplicaSets watched from then
+    on, and set image v2, which ends with the preview waiting for promote: (v1's hash, v2's, the timeline, set
+    image's result)."""
+    create_service(cluster, namespace, "web")
+    create_service(cluster, namespace, "web-preview")
+    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay=delay))
+    timeline = Timeline(cluster, namespace).start()
+    changed = plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}")
+    assert changed.returncode == 0, changed.stderr
+    return v1, replica_sets(cluster, namespace)[V2][2], timeline, changed
+
+
 # --- promote ---------------------------------------------------------------------------------------------------
 
 
 def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_the_delay(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    create_service(cluster, namespace, "web")
-    create_service(cluster, namespace, "web-preview")
-    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay="3s"))
-    timeline = Timeline(cluster, namespace).start()
+    v1, v2, timeline, changed = previewing(cluster, namespace, kubeconfig, tmp_path, delay="3s")
     try:
-        changed = plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}")
         # The preview is at full size beside the stable ReplicaSet: the job ends there, waiting for promote.
-        assert changed.returncode == 0, changed.stderr
         assert "blue-green: preview ready 10/10, waiting for promote" in changed.stdout
-        v2 = replica_sets(cluster, namespace)[V2][2]
         assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (10, 10)}
         assert (selected(cluster, namespace, "web"), selected(cluster, namespace, "web-preview")) == (v1, v2)
         status = plugin(kubeconfig, namespace, "status", "web")
@@ -330,13 +339,8 @@ def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_th
 def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_starts_again(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    create_service(cluster, namespace, "web")
-    create_service(cluster, namespace, "web-preview")
-    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay="60s"))
-    timeline = Timeline(cluster, namespace).start()
+    v1, v2, timeline, _ = previewing(cluster, namespace, kubeconfig, tmp_path, delay="60s")
     try:
-        assert plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}").returncode == 0
-        v2 = replica_sets(cluster, namespace)[V2][2]
         # Abort before promote: the active Service never left the stable ReplicaSet; the preview goes to 0.
         aborted = plugin(kubeconfig, namespace, "abort", "web")
         assert aborted.returncode == 0, aborted.stderr
@@ -385,13 +389,8 @@ def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_sta
 def test_undo_during_the_delay_is_a_blue_green_change_back_to_the_kept_replicaset(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    create_service(cluster, namespace, "web")
-    create_service(cluster, namespace, "web-preview")
-    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay="6s"))
-    timeline = Timeline(cluster, namespace).start()
+    v1, v2, timeline, _ = previewing(cluster, namespace, kubeconfig, tmp_path, delay="6s")
     try:
-        assert plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}").returncode == 0
-        v2 = replica_sets(cluster, namespace)[V2][2]
         promoting = RunningPlugin("promote", "web", "-n", namespace, kubeconfig=kubeconfig)
         try:
             until_state(cluster, namespace, "the switch recorded", lambda s: s.get("stable") and "switched_at" in s)
