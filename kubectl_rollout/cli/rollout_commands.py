@@ -38,6 +38,8 @@ from kubectl_rollout.rollout.bluegreen.format import (
     PREVIEW_SERVICE,
     SCALE_DOWN_DELAY,
     STRATEGY_ANNOTATION,
+    BlueGreen,
+    blue_green_of,
 )
 from kubectl_rollout.rollout.spec import InvalidManifest
 from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION
@@ -224,7 +226,8 @@ def _scale_down_delay(ctx: click.Context, param: click.Parameter, value: str | N
     "--plan",
     "plan_only",
     is_flag=True,
-    help="Print the counts each canary step gives and the peak pod count, and change nothing.",
+    help="Print the counts each canary step gives (blue-green: what each side holds) and the peak pod count, "
+    "and change nothing.",
 )
 @_drive_options
 @global_options
@@ -287,6 +290,10 @@ def _print_canary_plan(manifest: dict[str, Any], namespace: str) -> None:
     from kubectl_rollout.rollout.steps.weights import plan_steps
 
     spec = parse_workload(manifest, default_namespace=namespace)
+    settings = blue_green_of(spec.annotations, workload=spec.name, strategy_type=spec.strategy)
+    if settings is not None:
+        _print_blue_green_plan(spec.name, settings, spec.replicas)
+        return
     text = spec.annotations.get(STEPS_ANNOTATION, "")
     if not text.strip():
         raise UsageError(
@@ -305,6 +312,18 @@ def _print_canary_plan(manifest: dict[str, Any], namespace: str) -> None:
         text_of = str(step.step)
         click.echo(f"{number:<6}{text_of:<28}{step.counts.canary:>7}{step.counts.stable:>7}{step.peak_pods:>10}")
     click.echo(f"peak: {plan.peak_pods} pods")
+
+
+def _print_blue_green_plan(name: str, settings: BlueGreen, replicas: int) -> None:
+    """What a blue-green rollout holds at each point: the new and the old ReplicaSet, and the pods in all."""
+    from kubectl_rollout.rollout.bluegreen.plan import plan_rows
+
+    rows = plan_rows(settings, replicas=replicas)
+    click.echo(f"workload/{name}: {replicas} replicas, {settings.describe()}")
+    click.echo(f"{'WHEN':<44}{'NEW':>5}{'OLD':>5}{'PODS':>6}")
+    for row in rows:
+        click.echo(f"{row.when:<44}{row.new:>5}{row.old:>5}{row.pods:>6}")
+    click.echo(f"peak: {max(row.pods for row in rows)} pods (blue-green holds both revisions, beyond maxSurge)")
 
 
 @click.group("set")

@@ -9,11 +9,16 @@ the case says so.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from kubectl_rollout.cli.main import cli
 from kubectl_rollout.rollout.bluegreen.format import BlueGreen, InvalidBlueGreen, blue_green_of
+from kubectl_rollout.rollout.bluegreen.plan import plan_rows
 from kubectl_rollout.rollout.bluegreen.state import (
     AutoPromote,
     BlueGreenState,
@@ -276,3 +281,62 @@ def test_the_state_survives_the_record() -> None:
     assert BlueGreenState.from_dict(state.as_dict()) == state
     assert BlueGreenState.from_dict({"stable": "x"}) is None
     assert BlueGreenState.from_dict("garbage") is None
+
+
+# --- the plan before the run ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "rows"),
+    [
+        (
+            SETTINGS,
+            [
+                ("preview, waiting", 10, 10),
+                ("promote: the active Service switches", 10, 10),
+                ("30s after the switch", 10, 0),
+            ],
+        ),
+        (
+            BlueGreen(active_service="web", preview_replicas=2, auto_promote_after=90.0, scale_down_delay=3.0),
+            [("preview", 2, 10), ("auto-promote after 1m30s: the switch", 10, 10), ("3s after the switch", 10, 0)],
+        ),
+        (
+            BlueGreen(active_service="web", preview_replicas=50),
+            [
+                ("preview, waiting", 10, 10),
+                ("promote: the active Service switches", 10, 10),
+                ("30s after the switch", 10, 0),
+            ],
+        ),
+    ],
+)
+def test_the_plan_holds_both_revisions_until_the_delay_is_over(
+    settings: BlueGreen, rows: list[tuple[str, int, int]]
+) -> None:
+    planned = plan_rows(settings, replicas=R)
+    assert [(row.when, row.new, row.old) for row in planned] == rows
+    assert max(row.pods for row in planned) == 2 * R
+
+
+def test_apply_plan_prints_the_peak_and_changes_nothing(tmp_path: Path) -> None:
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "annotations": {**BG, "rollout-plus.io/preview-replicas": "2"}},
+        "spec": {
+            "replicas": R,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "a"}]},
+            },
+        },
+    }
+    path = tmp_path / "web.yaml"
+    path.write_text(json.dumps(manifest))
+    # No cluster at all: the plan is the manifest's alone.
+    result = CliRunner().invoke(cli, ["apply", "-f", str(path), "--plan", "--kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code == 0, result.output
+    assert "preview, waiting                                2   10    12" in result.output
+    assert "peak: 20 pods (blue-green holds both revisions, beyond maxSurge)" in result.output
