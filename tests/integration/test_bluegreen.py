@@ -123,6 +123,12 @@ def created(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path, 
     return first[2]
 
 
+def event_reasons(cluster: Cluster, namespace: str) -> set[str]:
+    """The reasons of the Kubernetes Events on the workload's record (what kubectl describe lists)."""
+    found = cluster.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={record_name('web')}")
+    return {e.reason for e in found.items}
+
+
 # --- watching the Services and the ReplicaSets ---------------------------------------------------------------
 
 
@@ -324,13 +330,11 @@ def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_th
     print(f"\nold ReplicaSet scaled down {scaled.at - recorded['switched_at']:.2f} s after the recorded switch (3 s)")
     assert recorded["scaled_down_at"] >= recorded["switched_at"] + 3.0
     assert timeline.active_breaches() == []
-    reasons = {
-        e.reason
-        for e in cluster.core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.name={record_name('web')}"
-        ).items
-    }
-    assert {"BlueGreenStarted", "ServiceSwitched", "PreviewReady", "Promoted", "ScaledDown"} <= reasons
+    assert {"BlueGreenStarted", "ServiceSwitched", "PreviewReady", "Promoted", "ScaledDown"} <= event_reasons(
+        cluster, namespace
+    )
+    reported = json.loads(plugin(kubeconfig, namespace, "status", "web", "-o", "json").stdout)
+    assert reported["blueGreen"]["scaled_down_at"] == recorded["scaled_down_at"]
 
 
 # --- abort, retry ----------------------------------------------------------------------------------------------
@@ -384,6 +388,7 @@ def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_sta
     assert back.version < next(s for s in timeline.of(v2) if s.version > shrinking.version).version
     assert timeline.active_breaches() == []
     assert state(cluster, namespace)["aborted"]["by"]
+    assert {"Aborted", "Retried", "ServiceSwitched"} <= event_reasons(cluster, namespace)
 
 
 def test_undo_during_the_delay_is_a_blue_green_change_back_to_the_kept_replicaset(
@@ -412,6 +417,27 @@ def test_undo_during_the_delay_is_a_blue_green_change_back_to_the_kept_replicase
         timeline.stop()
     assert [s.hash for s in timeline.selections("web")] == [v1, v2, v1]
     assert timeline.active_breaches() == []
+
+
+def test_an_active_service_deleted_mid_rollout_stops_the_switch_with_a_clear_error(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    v1, _, timeline, _ = previewing(cluster, namespace, kubeconfig, tmp_path, delay="3s")
+    timeline.stop()
+    cluster.core.delete_namespaced_service("web", namespace)
+    result = plugin(kubeconfig, namespace, "promote", "web")
+    assert result.returncode == 1
+    assert 'its Service "web" is gone from namespace' in result.stderr
+    assert "create it again (the rollout goes on from where it stands)" in result.stderr
+    assert "Traceback" not in result.stderr
+    # Nothing was scaled down: both revisions still at full size, the old one still serving what selects it.
+    assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (10, 10)}
+    assert "switched_at" not in state(cluster, namespace)
+    # Created again (as it was, on the stable ReplicaSet), the rollout goes on from the recorded promote.
+    create_service(cluster, namespace, "web", selector={"app": "web", HASH: v1})
+    resumed = plugin(kubeconfig, namespace, "status", "web", "-w")
+    assert resumed.returncode == 0, resumed.stderr
+    assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
 
 
 def test_apply_flags_write_the_blue_green_annotations(
