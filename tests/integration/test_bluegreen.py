@@ -337,6 +337,36 @@ def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_th
     assert reported["blueGreen"]["scaled_down_at"] == recorded["scaled_down_at"]
 
 
+def test_a_small_preview_promotes_itself_and_grows_to_full_size_before_the_switch(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    create_service(cluster, namespace, "web")
+    extra = {"rollout-plus.io/preview-replicas": "2", "rollout-plus.io/auto-promote": "2s"}
+    v1 = created(cluster, namespace, kubeconfig, tmp_path, workload(delay="1s", preview=None, extra=extra))
+    timeline = Timeline(cluster, namespace).start()
+    try:
+        changed = plugin(kubeconfig, namespace, "set", "image", "web", f"app={V2}")
+        assert changed.returncode == 0, changed.stderr
+        assert "blue-green: preview ready 2/2, promoting itself in 2s" in changed.stdout
+        assert counts(cluster, namespace) == {V2: (10, 10), manifests.IMAGE: (0, 0)}
+    finally:
+        timeline.stop()
+    recorded = state(cluster, namespace)
+    assert recorded["promoted"]["by"] == "auto-promote"
+    assert recorded["promoted"]["at"] >= recorded["ready_at"] + 2.0
+    v2 = replica_sets(cluster, namespace)[V2][2]
+    new = timeline.of(v2)
+    # The preview held 2 replicas until promoted, then grew to 10; the active Service switched only once all 10
+    # were available (active_breaches), and never to a ReplicaSet of 2.
+    sizes = [s.replicas for s in new]
+    assert set(sizes[: sizes.index(10)]) == {2}
+    switch = timeline.selections("web")[1]
+    assert switch.hash == v2
+    assert max(s.version for s in new if s.available < 10) < switch.version
+    assert timeline.active_breaches() == []
+    assert [s.hash for s in timeline.selections("web")] == [v1, v2]
+
+
 # --- abort, retry ----------------------------------------------------------------------------------------------
 
 
