@@ -93,7 +93,11 @@ def test_no_strategy_is_no_blue_green() -> None:
         (BG, "Recreate", "blue-green needs RollingUpdate"),
         ({**BG, "rollout-plus.io/scale-down-delay": "soon"}, "RollingUpdate", "scale-down-delay: invalid duration"),
         ({**BG, "rollout-plus.io/scale-down-delay": "25h"}, "RollingUpdate", "is longer than 24h"),
-        ({**BG, "rollout-plus.io/auto-promote": "maybe"}, "RollingUpdate", "auto-promote: invalid duration"),
+        (
+            {**BG, "rollout-plus.io/auto-promote": "maybe"},
+            "RollingUpdate",
+            "auto-promote: 'maybe' is neither false, true nor a duration",
+        ),
         ({**BG, "rollout-plus.io/preview-replicas": "0"}, "RollingUpdate", "is not a count of at least 1"),
         ({**BG, "rollout-plus.io/active-service": "Web_1"}, "RollingUpdate", "is not a Service name"),
         ({"rollout-plus.io/strategy": "blue-green"}, "RollingUpdate", "'blue-green' is not a strategy"),

@@ -162,8 +162,12 @@ def _auto_promote(value: Any, errors: list[str]) -> float | None:
         return None
     if text == "true":
         return 0.0
-    seconds = _seconds(value, AUTO_PROMOTE, errors)
-    return seconds
+    try:
+        parse_duration(text)
+    except ValueError:
+        errors.append(f"{AUTO_PROMOTE}: {value!r} is neither false, true nor a duration like 30s or 5m")
+        return None
+    return _seconds(value, AUTO_PROMOTE, errors)
 
 
 def _preview_replicas(value: Any, errors: list[str]) -> int | None:
