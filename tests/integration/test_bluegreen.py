@@ -316,7 +316,9 @@ def test_promote_switches_the_active_service_and_the_old_replicaset_waits_out_th
     # the first rollout) as soon as the new ReplicaSet existed, before any of its pods was available.
     assert [s.hash for s in timeline.selections("web")] == [v1, v2]
     assert switch.at >= promoted_at
-    assert switch.at <= recorded["switched_at"] + 0.5
+    # The recorded time is written right after the switch (the watch delivers it within moments, even on a
+    # busy machine): that is the moment the delay counts from.
+    assert switch.at <= recorded["switched_at"] + 2.0
     assert [s.hash for s in timeline.selections("web-preview")] == [v1, v2]
     preview_switch = timeline.selections("web-preview")[1]
     first_available = next(s for s in timeline.of(v2) if s.available > 0)
