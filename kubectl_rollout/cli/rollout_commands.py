@@ -24,13 +24,23 @@ from kubectl_rollout.cli.bounded_types import GRACE_PERIOD, OBJECT_NAME, REPLICA
 from kubectl_rollout.cli.cluster_completion import complete_deployments, complete_restart_targets, complete_workloads
 from kubectl_rollout.cli.job_options import agent_options
 from kubectl_rollout.cli.jsonl_output import JsonLinesPrinter
-from kubectl_rollout.cli.options import global_options, open_cluster
+from kubectl_rollout.cli.options import duration_callback, global_options, open_cluster
 from kubectl_rollout.cli.restart_commands import restart_by_eviction
 from kubectl_rollout.cli.rollout_output import rollout_printer
 from kubectl_rollout.jobs import next_steps
 from kubectl_rollout.jobs.events.rollout import ContainerImage
-from kubectl_rollout.kube.durations import parse_duration
+from kubectl_rollout.kube.durations import go_duration, parse_duration
 from kubectl_rollout.kube.errors import UsageError, UserFacingError
+from kubectl_rollout.rollout.bluegreen.format import (
+    ACTIVE_SERVICE,
+    BLUE_GREEN,
+    LONGEST_WAIT_SECONDS,
+    PREVIEW_SERVICE,
+    SCALE_DOWN_DELAY,
+    STRATEGY_ANNOTATION,
+    BlueGreen,
+    blue_green_of,
+)
 from kubectl_rollout.rollout.spec import InvalidManifest
 from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION
 
@@ -169,6 +179,16 @@ def load_manifest(path: str) -> dict[str, Any]:
     return documents[0]
 
 
+def _scale_down_delay(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--scale-down-delay: a duration from 0 to 24h, written to the annotation as Go spells it (``1m30s``)."""
+    seconds = duration_callback(ctx, param, value)
+    if seconds is None:
+        return None
+    if seconds > LONGEST_WAIT_SECONDS:
+        raise click.BadParameter(f"{value!r} is longer than {go_duration(LONGEST_WAIT_SECONDS)}", param=param)
+    return go_duration(seconds)
+
+
 @click.command("apply")
 @click.option(
     "-f", "--filename", required=True, metavar="FILE", help="The Deployment manifest (YAML or JSON; - for stdin)."
@@ -181,15 +201,48 @@ def load_manifest(path: str) -> dict[str, Any]:
     "(e.g. 'setWeight 10; pause; setWeight 50; pause 5m'; see docs/canary.md). An empty string removes them.",
 )
 @click.option(
+    "--active-service",
+    metavar="NAME",
+    default=None,
+    help="Blue-green: the Service whose selector is switched to the new ReplicaSet at promote, stored in the "
+    "annotations rollout-plus.io/strategy: blueGreen and rollout-plus.io/active-service (see docs/canary.md).",
+)
+@click.option(
+    "--preview-service",
+    metavar="NAME",
+    default=None,
+    help="Blue-green: the Service that selects the new ReplicaSet as soon as it exists "
+    "(annotation rollout-plus.io/preview-service).",
+)
+@click.option(
+    "--scale-down-delay",
+    metavar="DURATION",
+    default=None,
+    callback=_scale_down_delay,
+    help="Blue-green: how long the old ReplicaSet keeps its pods after the switch (default 30s; annotation "
+    "rollout-plus.io/scale-down-delay).",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
-    help="Print the counts each canary step gives and the peak pod count, and change nothing.",
+    help="Print the counts each canary step gives (blue-green: what each side holds) and the peak pod count, "
+    "and change nothing.",
 )
 @_drive_options
 @global_options
 @click.pass_context
-def apply(ctx: click.Context, /, filename: str, steps: str | None, plan_only: bool, **options: Any) -> None:
+def apply(
+    ctx: click.Context,
+    /,
+    filename: str,
+    steps: str | None,
+    active_service: str | None,
+    preview_service: str | None,
+    scale_down_delay: str | None,
+    plan_only: bool,
+    **options: Any,
+) -> None:
     """Create or update a managed workload from an apps/v1 Deployment manifest, and roll it out.
 
     The workload is driven by this plugin, not by the Deployment controller:
@@ -208,13 +261,22 @@ def apply(ctx: click.Context, /, filename: str, steps: str | None, plan_only: bo
             f'the namespace from the provided object "{given}" does not match the namespace '
             f"\"{options['namespace']}\". You must pass '--namespace={given}' to perform this operation."
         )
-    if steps is not None:
+    blue_green = {
+        STRATEGY_ANNOTATION: BLUE_GREEN if active_service is not None else None,
+        ACTIVE_SERVICE: active_service,
+        PREVIEW_SERVICE: preview_service,
+        SCALE_DOWN_DELAY: scale_down_delay,
+    }
+    if steps is not None or any(value is not None for value in blue_green.values()):
         annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {}) or {}
         manifest["metadata"]["annotations"] = annotations
-        if steps.strip():
+        if steps is not None and steps.strip():
             annotations[STEPS_ANNOTATION] = steps
-        else:
+        elif steps is not None:
             annotations.pop(STEPS_ANNOTATION, None)
+        # Checked with the manifest's own annotations before anything is written (a preview Service without an
+        # active one is refused there, naming what is missing).
+        annotations.update({key: value for key, value in blue_green.items() if value is not None})
     if plan_only:
         _print_canary_plan(manifest, options.get("namespace") or "default")
         return
@@ -228,6 +290,10 @@ def _print_canary_plan(manifest: dict[str, Any], namespace: str) -> None:
     from kubectl_rollout.rollout.steps.weights import plan_steps
 
     spec = parse_workload(manifest, default_namespace=namespace)
+    settings = blue_green_of(spec.annotations, workload=spec.name, strategy_type=spec.strategy)
+    if settings is not None:
+        _print_blue_green_plan(spec.name, settings, spec.replicas)
+        return
     text = spec.annotations.get(STEPS_ANNOTATION, "")
     if not text.strip():
         raise UsageError(
@@ -246,6 +312,18 @@ def _print_canary_plan(manifest: dict[str, Any], namespace: str) -> None:
         text_of = str(step.step)
         click.echo(f"{number:<6}{text_of:<28}{step.counts.canary:>7}{step.counts.stable:>7}{step.peak_pods:>10}")
     click.echo(f"peak: {plan.peak_pods} pods")
+
+
+def _print_blue_green_plan(name: str, settings: BlueGreen, replicas: int) -> None:
+    """What a blue-green rollout holds at each point: the new and the old ReplicaSet, and the pods in all."""
+    from kubectl_rollout.rollout.bluegreen.plan import plan_rows
+
+    rows = plan_rows(settings, replicas=replicas)
+    click.echo(f"workload/{name}: {replicas} replicas, {settings.describe()}")
+    click.echo(f"{'WHEN':<44}{'NEW':>5}{'OLD':>5}{'PODS':>6}")
+    for row in rows:
+        click.echo(f"{row.when:<44}{row.new:>5}{row.old:>5}{row.pods:>6}")
+    click.echo(f"peak: {max(row.pods for row in rows)} pods (blue-green holds both revisions, beyond maxSurge)")
 
 
 @click.group("set")
@@ -419,6 +497,7 @@ def status(
     """Show the rollout status of managed workload NAME, worded like kubectl rollout status."""
     from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, RolloutAction
     from kubectl_rollout.rollout import operations
+    from kubectl_rollout.rollout.bluegreen.record_state import blue_green_state, blue_green_status
     from kubectl_rollout.rollout.canary.record_state import canary_state, step_status
 
     if output == "jsonl" and not watch:
@@ -432,7 +511,7 @@ def status(
     if detach:
         raise UsageError("--detach follows a rollout in the agent: use it with -w")
     report = operations.rollout_status(cluster, cluster.namespace, name)
-    step = step_status(report.record)
+    step = step_status(report.record) or blue_green_status(report.record)
     if output == "json":
         record = report.record
         click.echo(
@@ -444,6 +523,7 @@ def status(
                     "message": report.message,
                     "status": record.status.as_dict(),
                     "canary": canary_state(report.record),
+                    "blueGreen": blue_green_state(report.record),
                 },
                 indent=2,
             )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TextIO
 
+from kubectl_rollout.cli.bluegreen_output import BLUE_GREEN_FORMATTERS
 from kubectl_rollout.cli.text_output import API_FORMATTERS, Formatter, Line, TextPrinter
 from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events import rollout as ev
@@ -191,6 +192,7 @@ ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
     cev.Aborted: _aborted,
     cev.Retried: _retried,
     cev.StepsDone: _steps_done,
+    **BLUE_GREEN_FORMATTERS,
     **API_FORMATTERS,
     ev.RolloutProgressed: _progressed,
     ev.ScaleDownHeldByPdb: _held_by_pdb,

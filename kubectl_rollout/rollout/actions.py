@@ -26,6 +26,8 @@ from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.kube.workload_lease import LeaseHeld, refuse_while_held_for_a_purpose
 from kubectl_rollout.rollout import operations
+from kubectl_rollout.rollout.bluegreen import commands as bluegreen_commands
+from kubectl_rollout.rollout.bluegreen.services import check_manifest
 from kubectl_rollout.rollout.canary import commands as canary_commands
 from kubectl_rollout.rollout.canary.job_template import check_job_templates
 from kubectl_rollout.rollout.driver import RolloutResult
@@ -111,6 +113,7 @@ def _run(
         # A Job gate's template is checked before anything is written: the manifest's own checks are pure.
         spec = parse_workload(action.manifest, default_namespace=cluster.namespace)
         check_job_templates(cluster, namespace=spec.namespace, workload=spec.name, annotations=spec.annotations)
+        check_manifest(cluster, action.manifest)  # blue-green: its Services exist and select its pods
         recorded = operations.apply_manifest(cluster, action.manifest, emit)
     elif kind is ActionKind.SET_IMAGE:
         recorded = operations.set_image(cluster, namespace, name, action.images, emit)
@@ -140,7 +143,15 @@ def _canary_command(cluster: Cluster, action: RolloutAction, namespace: str, con
     """promote, abort, retry: record it, then drive the workload, unless another driver holds it (that one
     carries it out within a second: it watches the record)."""
     name, emit = action.name, context.emit
-    if action.kind is ActionKind.PROMOTE:
+    if bluegreen_commands.is_blue_green(cluster, namespace, name):
+        # The same three commands switch a blue-green workload's Services (promote --full is promote there).
+        verbs = {
+            ActionKind.PROMOTE: bluegreen_commands.promote,
+            ActionKind.ABORT: bluegreen_commands.abort,
+            ActionKind.RETRY: bluegreen_commands.retry,
+        }
+        record = verbs[action.kind](cluster, namespace, name, emit)
+    elif action.kind is ActionKind.PROMOTE:
         record = canary_commands.promote(cluster, namespace, name, emit, full=action.full)
     elif action.kind is ActionKind.ABORT:
         record = canary_commands.abort(cluster, namespace, name, emit)

@@ -32,6 +32,8 @@ from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, driver_lease_name,
 from kubectl_rollout.kube.watched_collection import Transform, WatchedCollection
 from kubectl_rollout.kube.workload_lease import WorkloadLease
 from kubectl_rollout.rollout import operations, replica_sets
+from kubectl_rollout.rollout.bluegreen.driving import BlueGreenWalker
+from kubectl_rollout.rollout.bluegreen.record_state import settings_of
 from kubectl_rollout.rollout.canary.driving import CanaryPass, CanaryWalker
 from kubectl_rollout.rollout.plan import (
     Action,
@@ -150,6 +152,8 @@ class RolloutDriver:
         self._done: list[ev.ReplicaSetAction] = []
         #: the workload's canary steps, when it has some
         self._canary = CanaryWalker(cluster, name, context.emit, wake=self._wake.set)
+        #: the workload's blue-green rollout, when its manifest asks for one
+        self._blue_green = BlueGreenWalker(cluster, name, context.emit)
         #: when the canary's timed pause ends (epoch seconds), if one runs: the loop wakes then, not up to 1 s later
         self._pause_ends_at: float | None = None
 
@@ -312,14 +316,28 @@ class RolloutDriver:
         new_view = next((v for v in views if new is not None and v.name == new.name), None)
         now = time.time()
         canary = CanaryPass()
+        blue_green = settings_of(record)
         if spec.paused:
-            # Paused, the steps wait; the plan must still know a canary holds its counts.
-            stable = self._canary.under_way(record, template_hash=template_hash)
+            # Paused, the steps wait; the plan must still know a canary (or a blue-green preview) holds its counts.
+            walker = self._blue_green if blue_green is not None else self._canary
+            stable = walker.under_way(record, template_hash=template_hash)
             if stable is not None:
                 canary = CanaryPass(goal=Counts(canary=0, stable=0), stable=stable, holding=True)
         else:
             try:
-                canary = self._canary.pass_(record, template_hash=template_hash, new=new, old=old, now=now)
+                if blue_green is not None:
+                    pod_hashes = {rs.metadata.name: replica_sets.pod_template_hash_of(rs) for rs in mine}
+                    canary = self._blue_green.pass_(
+                        record,
+                        blue_green,
+                        template_hash=template_hash,
+                        new=new,
+                        old=old,
+                        pod_hashes=pod_hashes,
+                        now=now,
+                    )
+                else:
+                    canary = self._canary.pass_(record, template_hash=template_hash, new=new, old=old, now=now)
             except StaleRecord:
                 return None  # the watch has not caught up with a write (ours, or a promote's); the next pass will
             self._pause_ends_at = canary.until
@@ -349,7 +367,11 @@ class RolloutDriver:
             status_replicas=status.replicas,
             old_pods_running=running,
             complete=is_complete(target, status),
-            canary=CanaryGoal(counts=canary.goal, stable=canary.stable) if canary.goal is not None else None,
+            canary=(
+                CanaryGoal(counts=canary.goal, stable=canary.stable, at_once=blue_green is not None)
+                if canary.goal is not None
+                else None
+            ),
         )
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
         self._done = []

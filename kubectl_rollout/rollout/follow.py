@@ -13,12 +13,14 @@ lease over at once (``kube.holder_identity``) instead of waiting for it to lapse
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.events.bluegreen import BlueGreenProgressed
 from kubectl_rollout.jobs.events.canary import StepStarted
 from kubectl_rollout.jobs.spec import DriveOptions as DriveOptions
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -27,10 +29,11 @@ from kubectl_rollout.kube.record_names import WORKLOAD_LABEL, record_name
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 from kubectl_rollout.kube.workload_lease import LEASE_SECONDS, LeaseHeld
 from kubectl_rollout.rollout import replica_sets
+from kubectl_rollout.rollout.bluegreen.record_state import blue_green_state, blue_green_status
 from kubectl_rollout.rollout.canary.record_state import step_started
 from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
 from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
-from kubectl_rollout.rollout.record import from_config_map
+from kubectl_rollout.rollout.record import Record, from_config_map
 from kubectl_rollout.rollout.state import RolloutStatus, rollout_phase, status_message
 
 #: at least this long between two attempts to take the lease over
@@ -65,6 +68,19 @@ class _Follower:
         self.status = RolloutStatus()
         #: the canary's step as last reported (None: no canary under way)
         self.step: StepStarted | None = None
+        #: the blue-green state as last reported ("" : none under way)
+        self.blue_green = ""
+
+    def _report_blue_green(self, record: Record) -> None:
+        """Where a blue-green rollout stands, each time its state on the record changes."""
+        state = blue_green_state(record)
+        key = json.dumps(state, sort_keys=True) if state is not None else ""
+        if key == self.blue_green:
+            return
+        self.blue_green = key
+        line = blue_green_status(record)
+        if line:
+            self.emit(BlueGreenProgressed(workload=self.name, line=line))
 
     def follow(
         self, until: float, deadline: float | None, timeout: float | None, *, holder: str = ""
@@ -114,6 +130,7 @@ class _Follower:
                 if started is not None and started != self.step:
                     self.emit(started)
                 self.step = started
+                self._report_blue_green(record)
                 if message != self.reported:
                     mine = replica_sets.owned(rs_watch.snapshot(), record)
                     current = replica_sets.current_identity(self.cluster, record)

@@ -6,14 +6,16 @@ follow the API calls the commands make: the record is a ConfigMap (read,
 replaced by a spec change, created by ``apply``, its status patched by the
 driver); a driver watches the record, the workload's ReplicaSets, their pods
 and the namespace's PodDisruptionBudgets, creates, scales and deletes
-ReplicaSets, and holds a ``coordination.k8s.io`` Lease. docs/rbac/rollout.yaml
-is the Role that grants exactly these.
+ReplicaSets, and holds a ``coordination.k8s.io`` Lease; a blue-green workload's
+driver also reads and patches its Services (checked up front by ``apply``).
+docs/rbac/rollout.yaml is the Role that grants exactly these.
 """
 
 from __future__ import annotations
 
 from kubectl_rollout.jobs.spec import ActionKind, RolloutAction
 from kubectl_rollout.kube.permissions import Permission
+from kubectl_rollout.rollout.bluegreen.format import BLUE_GREEN, STRATEGY_ANNOTATION
 
 #: the commands that act on a canary's steps, not on the workload's spec
 CANARY_COMMANDS = frozenset({ActionKind.PROMOTE, ActionKind.ABORT, ActionKind.RETRY})
@@ -43,6 +45,9 @@ def rollout_permissions(action: RolloutAction, namespace: str) -> list[Permissio
     elif action.kind is not ActionKind.WATCH:
         # a spec change replaces the record (update); apply creates it the first time
         needed += _each("create update" if action.kind is ActionKind.APPLY else "update", "configmaps", namespace)
+    if action.kind is ActionKind.APPLY and _blue_green(action):
+        # its Services are read before anything is written, and switched by the driver
+        needed += _each("get patch", "services", namespace)
     if action.kind is ActionKind.UNDO:
         # the revisions are the ReplicaSets
         needed.append(Permission("list", "replicasets", group="apps", namespace=namespace))
@@ -50,6 +55,12 @@ def rollout_permissions(action: RolloutAction, namespace: str) -> list[Permissio
     if driven:
         needed += driving_permissions(namespace)
     return list(dict.fromkeys(needed))
+
+
+def _blue_green(action: RolloutAction) -> bool:
+    """The manifest asks for blue-green (its Services are checked and switched)."""
+    annotations = ((action.manifest or {}).get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(STRATEGY_ANNOTATION) == BLUE_GREEN)
 
 
 def adopt_permissions(namespace: str) -> list[Permission]:

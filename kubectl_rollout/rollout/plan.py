@@ -23,7 +23,7 @@ from kubectl_rollout.rollout.replica_math import (
     scale_writes,
 )
 from kubectl_rollout.rollout.spec import WorkloadSpec
-from kubectl_rollout.rollout.steps.weights import Counts, Side, next_counts, side
+from kubectl_rollout.rollout.steps.weights import Counts, NextCounts, Side, next_counts, side
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,6 +296,9 @@ class CanaryGoal:
 
     counts: Counts
     stable: str
+    #: blue-green: the counts at once, beyond maxSurge (the new ReplicaSet at full size beside the old one, which
+    #: keeps serving until the switch), and every other old ReplicaSet at 0
+    at_once: bool = False
 
 
 def _side(rs: ManagedReplicaSet | None) -> Side:
@@ -313,14 +316,18 @@ def _canary(
     other old ReplicaSets go to 0 first."""
     stable = next((rs for rs in old if rs.name == goal.stable), None)
     others = [rs for rs in old if rs is not stable and max(rs.replicas, rs.current) > 0]
-    counts = next_counts(
-        replicas=spec.replicas,
-        surge=spec.max_surge,
-        unavailable=spec.max_unavailable,
-        goal=goal.counts,
-        canary=_side(new),
-        stable=_side(stable),
-        others=[_side(rs) for rs in others],
+    counts = (
+        NextCounts(canary=goal.counts.canary, stable=goal.counts.stable, others=tuple(0 for _ in others))
+        if goal.at_once
+        else next_counts(
+            replicas=spec.replicas,
+            surge=spec.max_surge,
+            unavailable=spec.max_unavailable,
+            goal=goal.counts,
+            canary=_side(new),
+            stable=_side(stable),
+            others=[_side(rs) for rs in others],
+        )
     )
     if new is None:
         return [CreateReplicaSet(counts.canary, next_revision)]

@@ -214,6 +214,61 @@ def test_rollouts_work_with_exactly_the_documented_role(
     assert sum(r.status.available_replicas or 0 for r in deployed) == 3
 
 
+def _blue_green_manifest(tmp_path: Path) -> Path:
+    document = manifests.deployment("web", replicas=2, annotations={manifests.READY_AFTER: "1s"})
+    document["metadata"]["annotations"] = {
+        "rollout-plus.io/strategy": "blueGreen",
+        "rollout-plus.io/active-service": "web",
+        "rollout-plus.io/scale-down-delay": "1s",
+    }
+    path = tmp_path / "web-blue-green.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _service(cluster: Cluster, namespace: str) -> None:
+    cluster.core.create_namespaced_service(
+        namespace, {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    )
+
+
+def test_a_blue_green_rollout_works_with_exactly_the_documented_role(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path
+) -> None:
+    _service(cluster, namespace)
+    config = kubeconfig_for(role_document("rollout"))
+    steps = [
+        ("apply", "-f", str(_blue_green_manifest(tmp_path)), "--timeout", "90s"),
+        ("set", "image", "web", "app=registry.example/app:v2", "--timeout", "90s"),
+        ("promote", "web", "--timeout", "90s"),
+    ]
+    for step in steps:
+        result = run_plugin(*step, kubeconfig=config)
+        assert result.returncode == 0, f"{' '.join(step)}: {result.stderr}"
+    (new,) = [r for r in cluster.apps.list_namespaced_replica_set(namespace).items if r.spec.replicas]
+    assert new.spec.template.spec.containers[0].image == "registry.example/app:v2"
+    selector = cluster.core.read_namespaced_service("web", namespace).spec.selector
+    assert selector == {"app": "web", "pod-template-hash": new.metadata.labels["pod-template-hash"]}
+
+
+@pytest.mark.parametrize("verb", ["get", "patch"])
+def test_a_blue_green_apply_without_one_services_verb_says_which_and_changes_nothing(
+    cluster: Cluster, namespace: str, kubeconfig_for: MakeKubeconfig, tmp_path: Path, verb: str
+) -> None:
+    _service(cluster, namespace)
+    config = kubeconfig_for(without(role_document("rollout"), "services", verb))
+    before = state(cluster, namespace)
+
+    result = run_plugin("apply", "-f", str(_blue_green_manifest(tmp_path)), "--timeout", "30s", kubeconfig=config)
+
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert f"may not {verb} services" in line
+    assert "kubectl rollout-plus apply web needs; nothing was changed" in line
+    assert state(cluster, namespace) == before
+    assert cluster.core.read_namespaced_service("web", namespace).spec.selector == {"app": "web"}
+
+
 @pytest.mark.parametrize(
     ("resource", "verb"),
     [

@@ -74,6 +74,7 @@ ACCEPTED_EDGES = {
     "--from-seq": set(),  # an event's sequence number, at least 1 (int32 here: no job has more events)
     "--soak": {"0", str(2**31)},  # 0: no soak, the next wave once the workloads are available
     "--hook-timeout": {"0", str(2**31)},  # 0: a hook may run as long as it takes
+    "--scale-down-delay": {"0"},  # 0: the old ReplicaSet goes at the switch; at most 24h
 }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kubectl_rollout.rollout.plan import (
+    CanaryGoal,
     CopyAnnotations,
     CreateReplicaSet,
     DeleteReplicaSet,
@@ -34,6 +35,7 @@ from kubectl_rollout.rollout.plan import (
 )
 from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable
 from kubectl_rollout.rollout.spec import WorkloadSpec, parse_workload
+from kubectl_rollout.rollout.steps.weights import Counts
 
 
 def spec(
@@ -598,3 +600,28 @@ def test_find_new_and_old_replica_sets(
     found, others = split("nginx", replica_sets)
     assert found == new
     assert sorted(rs.name for rs in others) == sorted(rs.name for rs in old)
+
+
+def test_a_blue_green_goal_is_reached_at_once_beyond_maxsurge() -> None:
+    """Blue-green: the new ReplicaSet at full size beside the old one (twice the pods, not maxSurge's), every
+    other old ReplicaSet at 0; the same goal as a canary's moves inside maxSurge."""
+    other = ManagedReplicaSet(name="web-v0", template_hash="v0", replicas=2, current=2, available=2, revision=0)
+    v2 = ManagedReplicaSet(name="web-v2", template_hash="v2", replicas=0, created=2.0, revision=2, desired_replicas=10)
+    both = Counts(canary=10, stable=10)
+    at_once = CanaryGoal(counts=both, stable="web-v1", at_once=True)
+    assert plan(
+        spec(10), "v2", [v1(10)], status_replicas=10, old_pods_running=True, complete=False, canary=at_once
+    ) == [CreateReplicaSet(10, 2)]
+    assert plan(
+        spec(10), "v2", [other, v1(10), v2], status_replicas=12, old_pods_running=True, complete=False, canary=at_once
+    ) == [ScaleReplicaSet("web-v2", 10), ScaleReplicaSet("web-v0", 0)]
+    stepwise = CanaryGoal(counts=both, stable="web-v1")
+    assert plan(
+        spec(10), "v2", [v1(10)], status_replicas=10, old_pods_running=True, complete=False, canary=stepwise
+    ) == [CreateReplicaSet(3, 2)]
+    # After the delay: the old one to 0 at once (the driver still holds it to what the PDBs allow).
+    gone = CanaryGoal(counts=Counts(canary=10, stable=0), stable="web-v1", at_once=True)
+    full = dataclasses.replace(v2, replicas=10, current=10, available=10)
+    assert plan(
+        spec(10), "v2", [v1(10), full], status_replicas=20, old_pods_running=True, complete=False, canary=gone
+    ) == [ScaleReplicaSet("web-v1", 0)]

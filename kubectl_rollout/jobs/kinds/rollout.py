@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, ClassVar
 
+from kubectl_rollout.jobs.events import bluegreen as bev
 from kubectl_rollout.jobs.events import canary as cev
 from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.kinds.base import JobKindFacts, claim
@@ -41,7 +42,7 @@ class RolloutFacts(JobKindFacts):
     screen = "kubectl_rollout.tui.screens.rollout:RolloutScreen"
     view = "kubectl_rollout.jobs.views.rollout:RolloutView"
     fold = "kubectl_rollout.jobs.views.rollout:fold"
-    event_modules = ("rollout", "canary")
+    event_modules = ("rollout", "canary", "bluegreen")
     pausable = True
     pause_means = "the workload is paused (no rollout progress) until the job is resumed"
 
@@ -63,7 +64,15 @@ class RolloutFacts(JobKindFacts):
         # restart would restart it twice, a second promote would skip a step more. A change never recorded is
         # made as it was asked.
         action = _section(spec)
-        done = {ev.SpecChanged.TYPE, cev.Promoted.TYPE, cev.Aborted.TYPE, cev.Retried.TYPE}
+        done = {
+            ev.SpecChanged.TYPE,
+            cev.Promoted.TYPE,
+            cev.Aborted.TYPE,
+            cev.Retried.TYPE,
+            bev.BlueGreenPromoted.TYPE,
+            bev.BlueGreenAborted.TYPE,
+            bev.BlueGreenRetried.TYPE,
+        }
         if action.kind is ActionKind.WATCH or not done & recorded:
             return spec
         watch = dataclasses.replace(

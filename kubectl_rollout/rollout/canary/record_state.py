@@ -53,8 +53,18 @@ def save_state(
     return patch_data(cluster, record, data)
 
 
-def record_canary_event(cluster: Cluster, record: Record, *, reason: str, message: str, warning: bool = False) -> None:
-    """A Kubernetes Event on the workload's record: ``kubectl describe configmap rollout-plus.NAME`` lists it."""
+def record_canary_event(
+    cluster: Cluster,
+    record: Record,
+    *,
+    reason: str,
+    message: str,
+    warning: bool = False,
+    action: str = "Canary",
+    reporting_controller: str = REPORTING_CONTROLLER,
+) -> None:
+    """A Kubernetes Event on the workload's record: ``kubectl describe configmap rollout-plus.NAME`` lists it
+    (``action`` and ``reporting_controller``: blue-green's events say they are blue-green's)."""
     involved = client.V1ObjectReference(
         api_version="v1",
         kind="ConfigMap",
@@ -68,8 +78,8 @@ def record_canary_event(cluster: Cluster, record: Record, *, reason: str, messag
         namespace=record.namespace,
         reason=reason,
         message=message,
-        action="Canary",
-        reporting_controller=REPORTING_CONTROLLER,
+        action=action,
+        reporting_controller=reporting_controller,
         warning=warning,
     )
 
