@@ -525,12 +525,32 @@ def test_a_node_batch_drain_works_with_exactly_the_two_documented_cluster_roles(
     assert [p for p in pods_on(cluster, first) + pods_on(cluster, second) if p.metadata.namespace == namespace] == []
 
 
-@pytest.mark.parametrize(("resource", "verb", "named"), granted("drain-node-batch"))
-def test_a_node_batch_drain_without_one_verb_of_its_role_says_which_and_changes_nothing(
+#: the commands the two ClusterRoles side by side are for, as the tests run them on two nodes
+NODE_BATCH_COMMANDS = {
+    "drain": ("drain", "--node-batch", "1"),
+    "campaign": ("campaign", "--budget", "1"),
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "resource", "verb", "named"),
+    [pytest.param("drain", *p.values, id=f"drain-{p.id}") for p in granted("drain-node-batch")]
+    + [
+        pytest.param("campaign", resource, verb, named, id=f"campaign-{verb}-{resource}")
+        for resource, verb, named in (
+            ("nodes", "patch", "nodes"),
+            ("pods/eviction", "create", "pods/eviction"),
+            ("replicasets", "get", "replicasets.apps"),
+            ("deployments", "watch", "deployments.apps"),
+        )
+    ],
+)
+def test_a_node_batch_drain_or_campaign_without_one_verb_of_its_roles_says_which_and_changes_nothing(
     cluster: Cluster,
     namespace: str,
     dedicated_nodes: Any,
     kubeconfig_for: MakeKubeconfig,
+    command: str,
     resource: str,
     verb: str,
     named: str,
@@ -538,12 +558,13 @@ def test_a_node_batch_drain_without_one_verb_of_its_role_says_which_and_changes_
     first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
     config = kubeconfig_for(without(role_document("drain", "drain-node-batch"), resource, verb))
     before = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
+    name, *flags = NODE_BATCH_COMMANDS[command]
 
-    result = run_plugin("drain", first, second, "--node-batch", "1", "--timeout", "60s", kubeconfig=config)
+    result = run_plugin(name, first, second, *flags, "--timeout", "60s", kubeconfig=config)
 
     assert result.returncode == 1
     line = one_line(result.stderr)
-    assert f"may not {verb} {named}, which kubectl rollout-plus drain needs; nothing was changed" in line
+    assert f"may not {verb} {named}, which kubectl rollout-plus {name} needs; nothing was changed" in line
     after = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
     assert after == before
 
@@ -576,37 +597,6 @@ def test_a_campaign_works_with_exactly_the_drain_and_node_batch_cluster_roles(
         assert not fresh.spec.unschedulable
     # every pod the two nodes had was evicted (each node takes pods again once its wave is done)
     assert {p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items} & before == set()
-
-
-@pytest.mark.parametrize(
-    ("resource", "verb", "named"),
-    [
-        ("nodes", "patch", "nodes"),
-        ("pods/eviction", "create", "pods/eviction"),
-        ("replicasets", "get", "replicasets.apps"),
-        ("deployments", "watch", "deployments.apps"),
-    ],
-)
-def test_a_campaign_without_one_verb_of_its_roles_says_which_and_changes_nothing(
-    cluster: Cluster,
-    namespace: str,
-    dedicated_nodes: Any,
-    kubeconfig_for: MakeKubeconfig,
-    resource: str,
-    verb: str,
-    named: str,
-) -> None:
-    first, second = one_workload_on_each_of_two_nodes(cluster, namespace, dedicated_nodes)
-    config = kubeconfig_for(without(role_document("drain", "drain-node-batch"), resource, verb))
-    before = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
-
-    result = run_plugin("campaign", first, second, "--budget", "1", "--timeout", "60s", kubeconfig=config)
-
-    assert result.returncode == 1
-    line = one_line(result.stderr)
-    assert f"may not {verb} {named}, which kubectl rollout-plus campaign needs; nothing was changed" in line
-    after = [cluster.core.read_node(n).spec.unschedulable for n in (first, second)], state(cluster, namespace)
-    assert after == before
 
 
 def test_a_daemonset_lookup_the_role_forbids_shows_the_whole_error(
