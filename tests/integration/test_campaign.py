@@ -270,6 +270,11 @@ def rotate_pool(
             timeout=600,
         )
         healthy.settle(wanted | {"agent": pool.nodes}, timeout=120)
+    except BaseException:
+        # A campaign cut short (the test's time limit kills it) may leave a surge record on one of these
+        # Deployments, which the next drain on this cluster would restore as a leftover of its own.
+        cluster.apps.delete_collection_namespaced_deployment(namespace)
+        raise
     finally:
         minimum = healthy.stop()
         out.stop()
@@ -327,6 +332,7 @@ THIRTY_NODES = Pool(
 
 
 @pytest.mark.serial
+@pytest.mark.timeout(900)  # 230-320 s on a loaded 2-core machine: 600 pods made, moved and checked
 def test_thirty_nodes_and_six_hundred_pods_in_waves_keep_the_budget_the_zones_and_every_pdb(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
