@@ -199,6 +199,9 @@ class Pool:
 
     nodes: int
     deployments: dict[str, tuple[int, dict[str, Any]]]
+    #: each node's bound (``--timeout``) before ``--on-blocked surge``: past what a wave's PDB chains take on a
+    #: busy machine (a StatefulSet's pod cannot be surged), and what the singleton waits before its surge
+    timeout: str = "20s"
 
     @staticmethod
     def lowest(replicas: int, spec: dict[str, Any]) -> int:
@@ -262,9 +265,8 @@ def rotate_pool(
             # solo (one replica behind minAvailable 1) can leave only through a surge
             "--on-blocked",
             "surge",
-            # past what the other nodes take on a busy machine: a StatefulSet's pod cannot be surged
             "--timeout",
-            "20s",
+            pool.timeout,
             "--post-hook",
             f"{sys.executable} {hook}",
             timeout=600,
@@ -328,6 +330,9 @@ THIRTY_NODES = Pool(
     nodes=30,
     deployments={f"web{i}": (43, {"max_unavailable": 1}) for i in range(10)}
     | {f"api{i}": (42, {"min_available": "90%"}) for i in range(4)},
+    # a wave of six nodes holds about nine pods of each Deployment behind maxUnavailable 1: eight replacements
+    # in a row, each Ready a second after it starts; 20 s was too short on a loaded CI machine (nodes kept)
+    timeout="90s",
 )
 
 

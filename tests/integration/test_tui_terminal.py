@@ -191,9 +191,10 @@ def test_campaign_tui_in_a_terminal_shows_its_waves_and_the_pdb_holding_the_firs
     )
 
     def all_shown(shown: str) -> bool:
-        # The panel wraps its lines where the terminal ends: its words are looked for without the spaces.
+        # The panel wraps its lines where the terminal ends, and the tables' columns take the width the terminal
+        # gives them: everything is looked for without the spaces.
         panel = f"PDB{namespace}/solo" in squeezed(shown) and f"GiveDeployment{namespace}/solo" in squeezed(shown)
-        return panel and all(w in shown for w in wanted)
+        return panel and all(squeezed(w) in squeezed(shown) for w in wanted)
 
     tmux.wait_for(all_shown, what="the waves, the blocked node and the panel naming solo")
 
