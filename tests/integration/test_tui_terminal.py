@@ -21,12 +21,13 @@ from typing import Any
 import manifests
 import pytest
 from cluster_setup import deploy
-from integration.test_agent import _place, agent_dir
+from integration.test_agent import _follow, _place, agent_dir
 from integration.test_drain import add_pdb
 from invariants import HealthyPods
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import ENV_DIR, AgentPaths
+from kubectl_rollout.jobs.events.job import JobPaused
 from kubectl_rollout.kube.cluster_access import Cluster
 
 __all__ = ["agent_dir"]  # the fixture, shared with test_agent.py
@@ -201,11 +202,9 @@ def test_campaign_tui_in_a_terminal_shows_its_waves_and_the_pdb_holding_the_firs
     tmux.run("send-keys", "-t", "tui", "p")
     with connect(name="test", start=False) as agent:
         (job,) = agent.jobs()
-    deadline = time.monotonic() + 30
-    while not job.paused and time.monotonic() < deadline:
-        time.sleep(0.2)
-        with connect(name="test", start=False) as agent:
-            job = agent.show(job.id)
+    _follow(job.id, until=JobPaused)  # the job's own stream says when the agent paused it
+    with connect(name="test", start=False) as agent:
+        job = agent.show(job.id)
     assert (job.kind, job.paused) == ("campaign", True)
     tmux.wait_for(lambda s: "paused" in s.splitlines()[1], what="'paused' in the header line")
     tmux.run("send-keys", "-t", "tui", "q")
