@@ -118,10 +118,16 @@ class WatchedCollection:
         self.bookmarks = 0
 
     def start(self, *, wait_synced: float | None = 30.0) -> WatchedCollection:
+        """Start watching; unless ``wait_synced`` is None, wait that long for the first list (``wait_synced``)."""
         self._thread.start()
-        if wait_synced is not None and not self._synced.wait(wait_synced):
-            raise TimeoutError(f"could not list {self.description} within {wait_synced:.0f}s: {self.last_error}")
+        if wait_synced is not None:
+            self.wait_synced(wait_synced)
         return self
+
+    def wait_synced(self, timeout: float = 30.0) -> None:
+        """Wait for the first list, so that several collections started together list at the same time."""
+        if not self._synced.wait(timeout):
+            raise TimeoutError(f"could not list {self.description} within {timeout:.0f}s: {self.last_error}")
 
     def stop(self) -> None:
         self._stopping.set()

@@ -160,6 +160,7 @@ class RolloutDriver:
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
     ) -> WatchedCollection:
+        """Start watching; the caller waits for its first list (``wait_synced``), so lists overlap."""
         return WatchedCollection(
             list_func,
             description=description,
@@ -167,7 +168,7 @@ class RolloutDriver:
             transform=transform,
             namespace=self.namespace,
             **kwargs,
-        ).start()
+        ).start(wait_synced=None)
 
     def run(self) -> RolloutResult:
         lease = WorkloadLease(
@@ -207,6 +208,11 @@ class RolloutDriver:
             records, rs_watch = watches
             pods: WatchedCollection | None = None
             pdbs: WatchedCollection | None = None
+            if self.respect_pdbs:
+                pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
+                watches.append(pdbs)
+            # The pods' selector is the record's: the other lists run meanwhile (a job's start is their sum otherwise).
+            records.wait_synced()
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
@@ -247,9 +253,8 @@ class RolloutDriver:
                         label_selector=selector_to_string(record.spec.selector),
                     )
                     watches.append(pods)
-                    if self.respect_pdbs:
-                        pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
-                        watches.append(pdbs)
+                    for collection in watches:
+                        collection.wait_synced()
                 outcome = self._sync(record, rs_watch.snapshot(), pods.snapshot(), pdbs)
                 if outcome is not None:
                     return outcome
