@@ -67,12 +67,10 @@ class SegmentFigures:
     seconds: float
     pause: float
     readiness: float
+    #: seconds - pause - readiness (of medians: the median of the runs' own, not the difference of medians)
+    overhead: float
     #: "verb resource" -> requests (a median may be a half)
     requests: Mapping[str, float] = field(default_factory=dict)
-
-    @property
-    def overhead(self) -> float:
-        return self.seconds - self.pause - self.readiness
 
 
 def segments(*, steps: str, step_starts: Mapping[int, float], began: float, ended: float) -> list[Segment]:
@@ -134,16 +132,21 @@ def figures(
 ) -> tuple[list[SegmentFigures], Counter[str]]:
     """Every segment's figures, and the requests outside every segment."""
     counted, outside = attribute(requests, found)
-    return [
-        SegmentFigures(
-            label=segment.label,
-            seconds=segment.end - segment.start,
-            pause=segment.pause,
-            readiness=readiness_wait(segment, scale_ups=scale_ups, pods=pods),
-            requests=counts,
+    run = []
+    for segment, counts in zip(found, counted, strict=True):
+        seconds = segment.end - segment.start
+        readiness = readiness_wait(segment, scale_ups=scale_ups, pods=pods)
+        run.append(
+            SegmentFigures(
+                label=segment.label,
+                seconds=seconds,
+                pause=segment.pause,
+                readiness=readiness,
+                overhead=seconds - segment.pause - readiness,
+                requests=counts,
+            )
         )
-        for segment, counts in zip(found, counted, strict=True)
-    ], outside
+    return run, outside
 
 
 def total(run: Sequence[SegmentFigures]) -> SegmentFigures:
@@ -156,6 +159,7 @@ def total(run: Sequence[SegmentFigures]) -> SegmentFigures:
         seconds=sum(f.seconds for f in run),
         pause=sum(f.pause for f in run),
         readiness=sum(f.readiness for f in run),
+        overhead=sum(f.overhead for f in run),
         requests=summed,
     )
 
@@ -176,6 +180,7 @@ def medians(runs: Sequence[Sequence[SegmentFigures]]) -> list[SegmentFigures]:
                 seconds=statistics.median(f.seconds for f in column),
                 pause=statistics.median(f.pause for f in column),
                 readiness=statistics.median(f.readiness for f in column),
+                overhead=statistics.median(f.overhead for f in column),
                 requests={kind: statistics.median(f.requests.get(kind, 0) for f in column) for kind in kinds},
             )
         )

@@ -165,12 +165,18 @@ def test_figures_and_overhead_per_segment_and_in_total() -> None:
     assert (summed.seconds, summed.pause) == (pytest.approx(9.5), 2.0)
     assert summed.readiness == pytest.approx(2.4)
     assert summed.overhead == pytest.approx(5.1)
-    assert summed.requests == {"get configmaps": 1, "patch replicasets": 1, "patch configmaps": 1,
-                               "patch replicasets/scale": 1}  # fmt: skip
+    assert summed.requests == {
+        "get configmaps": 1,
+        "patch replicasets": 1,
+        "patch configmaps": 1,
+        "patch replicasets/scale": 1,
+    }
 
 
-def figure(label: str, seconds: float, requests: dict[str, float]) -> SegmentFigures:
-    return SegmentFigures(label=label, seconds=seconds, pause=0.0, readiness=seconds / 2, requests=requests)
+def figure(label: str, seconds: float, requests: dict[str, float], overhead: float = 0.0) -> SegmentFigures:
+    return SegmentFigures(
+        label=label, seconds=seconds, pause=0.0, readiness=seconds / 2, overhead=overhead, requests=requests
+    )
 
 
 @pytest.mark.parametrize(
@@ -197,6 +203,16 @@ def test_medians_segment_by_segment(
     runs: list[list[SegmentFigures]], expected: list[tuple[str, float, float, dict[str, float]]]
 ) -> None:
     assert [(f.label, f.seconds, f.readiness, dict(f.requests)) for f in medians(runs)] == expected
+
+
+def test_the_median_overhead_is_the_runs_own_not_a_difference_of_medians() -> None:
+    # seconds 10 / 12 / 30 (median 12), readiness 2 / 9 / 5 (median 5): 12 - 5 = 7; the runs' overheads
+    # 8 / 3 / 25 have the median 8
+    runs = [
+        [SegmentFigures(label="a", seconds=seconds, pause=0.0, readiness=ready, overhead=seconds - ready)]
+        for seconds, ready in ((10.0, 2.0), (12.0, 9.0), (30.0, 5.0))
+    ]
+    assert medians(runs)[0].overhead == 8.0
 
 
 @pytest.mark.parametrize("runs", [[], [[figure("a", 1.0, {})], [figure("b", 1.0, {})]]])
