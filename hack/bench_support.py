@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -70,13 +70,14 @@ def completed_requests(audit_log: Path, namespace: str) -> Iterator[dict[str, An
                 yield entry
 
 
-def bench_cluster(given: Path | None, bench_dir: Path) -> tuple[Path, bool]:
+def bench_cluster(given: Path | None, bench_dir: Path, up_args: Sequence[str] = ()) -> tuple[Path, bool]:
     """The kubeconfig of the cluster to measure on: the given one, or a cluster of the benchmark's own started
-    in ``bench_dir``; and whether this call started it (so the caller stops it)."""
+    in ``bench_dir`` (``up_args``: more of hack/cluster.py up's arguments); and whether this call started it (so
+    the caller stops it)."""
     if given is not None:
         return given.resolve(), False
     up = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve().parent / "cluster.py"), "up", "--dir", str(bench_dir)],
+        [sys.executable, str(Path(__file__).resolve().parent / "cluster.py"), "up", "--dir", str(bench_dir), *up_args],
         stdout=subprocess.PIPE,
         text=True,
         check=True,
