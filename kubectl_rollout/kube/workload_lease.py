@@ -17,6 +17,7 @@ spec change, which only a driver would carry out, is refused while it holds
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -85,6 +86,8 @@ class WorkloadLease:
         #: written on the Lease: what this holder holds it for, told as is to whoever finds it held ("" for none)
         self.purpose = purpose
         self._renewed = 0.0
+        #: the resourceVersion of our own last write of the Lease (None: not held by this object)
+        self._version: str | None = None
         #: the holder whose unexpired Lease the last ``acquire`` took because its process had provably ended,
         #: and that in words ("" for none)
         self.took_from_gone = ""
@@ -147,8 +150,8 @@ class WorkloadLease:
         api = self.cluster.coordination
         self.took_from_gone = self.gone_because = ""
         try:
-            call_with_retry(api.create_namespaced_lease, self.namespace, self._body())
-            self._renewed = time.monotonic()
+            created = call_with_retry(api.create_namespaced_lease, self.namespace, self._body())
+            self._renewed, self._version = time.monotonic(), created.metadata.resource_version
             return
         except ApiException as err:
             if err.status != 409:
@@ -164,7 +167,7 @@ class WorkloadLease:
                 raise held_error(current, subject=self.subject, advice=self.advice)
             gone = why_gone(spec.holder_identity, verdict)
         try:
-            call_with_retry(
+            written = call_with_retry(
                 api.replace_namespaced_lease, self.name, self.namespace, self._body(current.metadata.resource_version)
             )
         except ApiException as err:
@@ -174,31 +177,46 @@ class WorkloadLease:
                     lease=f"{self.namespace}/{self.name}",
                 ) from err
             raise
-        self._renewed = time.monotonic()
+        self._renewed, self._version = time.monotonic(), written.metadata.resource_version
         if gone:
             log.info("lease %s/%s taken over %.0fs before it lapsed: %s", self.namespace, self.name, left, gone)
             self.took_from_gone, self.gone_because = spec.holder_identity, gone
 
     def renew(self) -> None:
+        """Hold the lease on: one write conditional on our own last one, or ``acquire`` anew when the Lease
+        changed under us (gone, or written by another: that one is judged as ``acquire`` judges it)."""
         if time.monotonic() - self._renewed < RENEW_EVERY:
             return
+        if self._version is not None:
+            try:
+                written = call_with_retry(
+                    self.cluster.coordination.replace_namespaced_lease,
+                    self.name,
+                    self.namespace,
+                    self._body(self._version),
+                )
+            except ApiException as err:
+                if err.status not in (404, 409):
+                    raise
+            else:
+                self._renewed, self._version = time.monotonic(), written.metadata.resource_version
+                return
+        self._version = None
         self.acquire()
 
     def release(self) -> None:
-        try:
-            api = self.cluster.coordination
-            current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
-            if current.spec.holder_identity == self.holder:
-                call_with_retry(
-                    api.delete_namespaced_lease,
-                    self.name,
-                    self.namespace,
-                    body=client.V1DeleteOptions(
-                        preconditions=client.V1Preconditions(resource_version=current.metadata.resource_version)
-                    ),
-                )
-        except ApiException:
-            pass  # expiry frees it anyway
+        """Delete the Lease if it is still as we last wrote it (another holder's is left alone)."""
+        version, self._version = self._version, None
+        if version is None:
+            return
+        # Taken by another meanwhile (409), or gone: nothing to do; a delete that failed otherwise lapses anyway.
+        with contextlib.suppress(ApiException):
+            call_with_retry(
+                self.cluster.coordination.delete_namespaced_lease,
+                self.name,
+                self.namespace,
+                body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=version)),
+            )
 
 
 def held_error(lease: Any, *, subject: str, advice: str) -> LeaseHeld:
