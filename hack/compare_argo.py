@@ -1,0 +1,530 @@
+#!/usr/bin/env python3
+"""Argo Rollouts' controller beside our canary, step by step, on one cluster (issue 23).
+
+The same replica-weighted canary (no traffic router) both ways, each in a
+namespace of its own: 10 replicas, maxSurge 25 %, maxUnavailable 25 %, pods
+Ready 1 s after they start, steps setWeight 10, pause, setWeight 50, pause 5s,
+setWeight 100, one image change, promoted at the pause.
+
+- Argo: its CRDs installed from the module's manifests/crds/, its
+  rollouts-controller (built by hack/build-argo-rollouts.sh) run out of cluster
+  with --kubeconfig, namespaced to its namespace, on free metrics/healthz
+  ports, logging to a file; a Rollout with `canary.steps`; the image changed
+  in its spec, and promoted as `kubectl argo rollouts promote` does (the
+  status subresource patched: pauseConditions null).
+- Ours: a managed workload (`apply`), `set image` (it ends at the pause),
+  then `promote`.
+
+Where each stands comes from a watch: Argo's `status.currentStepIndex`, our
+record's `canary.step` (both count steps from 0). When the index leaves a
+step, that step's counts are taken from watched ReplicaSets and pods (the
+canary's and the stable ReplicaSet's spec.replicas and Ready pods); a pod
+watch keeps the peak pod count while each step is current (pods being
+deleted count until they are gone). A table per step prints Argo's counts,
+ours and the difference, and the peaks against replicas + maxSurge.
+
+Differences are facts to report; the exit code is non-zero only when OURS
+broke an invariant: more pods than replicas + maxSurge, fewer Ready than
+replicas - maxUnavailable, or a step's counts other than `apply --plan`
+printed.
+
+    .venv/bin/python hack/compare_argo.py [--kubeconfig PATH] [--version v1.10.2]
+
+Without --kubeconfig it starts a cluster of its own (.cluster/compare-argo)
+and stops it at the end; the controller is always stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hack"))
+sys.path.insert(0, str(ROOT))
+
+from bench_support import bench_cluster  # noqa: E402
+from kubernetes import client  # noqa: E402
+
+from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
+from kubectl_rollout.kube.watched_collection import WatchedCollection  # noqa: E402
+
+COMPARE_DIR = ROOT / ".cluster" / "compare-argo"
+KUBECTL = ROOT / ".bin" / "kubectl"
+DEFAULT_VERSION = "v1.10.2"
+
+REPLICAS = 10
+MAX_SURGE = "25%"
+MAX_UNAVAILABLE = "25%"
+#: replicas + maxSurge (25 % of 10 rounds up to 3) and replicas - maxUnavailable (rounds down to 2)
+MOST_PODS = 13
+FEWEST_READY = 8
+OLD = "registry.example/app:v1"
+NEW = "registry.example/app:v2"
+#: the steps, ours (the annotation's syntax) and Argo's (`canary.steps`)
+STEPS = ("setWeight 10", "pause", "setWeight 50", "pause 5s", "setWeight 100")
+ARGO_STEPS: list[dict[str, Any]] = [
+    {"setWeight": 10},
+    {"pause": {}},
+    {"setWeight": 50},
+    {"pause": {"duration": "5s"}},
+    {"setWeight": 100},
+]
+TIMEOUT = 180.0
+
+
+def pod_template() -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": "web"}, "annotations": {"rollout-plus.test/ready-after": "1s"}},
+        "spec": {"containers": [{"name": "app", "image": OLD}]},
+    }
+
+
+def argo_rollout() -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": pod_template(),
+            "strategy": {
+                "canary": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE, "steps": ARGO_STEPS},
+            },
+        },
+    }
+
+
+def our_workload() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "annotations": {"rollout-plus.io/steps": "\n".join(STEPS)}},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE},
+            },
+            "template": pod_template(),
+        },
+    }
+
+
+# --- what is seen ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One moment's ReplicaSets: the canary's (new image) and the stable's (old image) spec and Ready pods."""
+
+    canary: int
+    canary_ready: int
+    stable: int
+    stable_ready: int
+
+    def text(self) -> str:
+        return f"{self.canary}/{self.canary_ready} {self.stable}/{self.stable_ready}"
+
+
+@dataclass
+class Run:
+    """What one side did: each step's counts when it was left, the peak pods while it was current."""
+
+    side: str
+    left: dict[int, Counts] = field(default_factory=dict)
+    #: live pods (not being deleted), as tests/invariants.py counts them against maxSurge
+    peak: dict[int, int] = field(default_factory=dict)
+    #: over the whole rollout, from the image change until it settled
+    most_pods: int = 0
+    #: pods being deleted too, until they are gone
+    most_pods_with_deleted: int = 0
+    fewest_ready: int = REPLICAS
+    settled: Counts | None = None
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def is_running(pod: dict[str, Any]) -> bool:
+    """Not Succeeded or Failed (a pod being deleted still runs until it is gone)."""
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def is_live(pod: dict[str, Any]) -> bool:
+    """Running and not being deleted: the pods tests/invariants.py counts against replicas + maxSurge."""
+    return is_running(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def image_of(obj: dict[str, Any]) -> str:
+    """The first container's image of a ReplicaSet (its template) or a pod."""
+    spec = obj["spec"]["template"]["spec"] if "template" in obj["spec"] else obj["spec"]
+    return str(spec["containers"][0]["image"])
+
+
+def counts_of(replica_sets: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Counts:
+    spec = {OLD: 0, NEW: 0}
+    for rs in replica_sets:
+        spec[image_of(rs)] = spec.get(image_of(rs), 0) + int(rs["spec"].get("replicas") or 0)
+    ready = {OLD: 0, NEW: 0}
+    for pod in pods:
+        if is_ready(pod) and not pod["metadata"].get("deletionTimestamp"):
+            ready[image_of(pod)] = ready.get(image_of(pod), 0) + 1
+    return Counts(canary=spec[NEW], canary_ready=ready[NEW], stable=spec[OLD], stable_ready=ready[OLD])
+
+
+class StepWatch:
+    """Watches one namespace's ReplicaSets, pods and the object that says which step is current.
+
+    ``step_of`` reads the current step index from that object (None: not known). Tracking begins with ``arm``
+    (right before the image change) at the first index below the last, the new revision's first step.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        side: str,
+        state_list: Callable[..., Any],
+        step_of: Callable[[dict[str, Any]], int | None],
+        state_query: dict[str, Any],
+    ) -> None:
+        self.run = Run(side)
+        self._step_of = step_of
+        self._lock = threading.Lock()
+        self._armed = False
+        self._step: int | None = None
+        self.state: dict[str, Any] = {}
+        self.changed = threading.Condition(self._lock)
+        raw = dict(transform=lambda obj: obj)
+        self.replica_sets = WatchedCollection(
+            cluster.apps.list_namespaced_replica_set, namespace=namespace, description=f"{side} replicasets", **raw
+        )
+        self.pods = WatchedCollection(
+            cluster.core.list_namespaced_pod,
+            namespace=namespace,
+            description=f"{side} pods",
+            on_change=self._pods_changed,
+            **raw,
+        )
+        self.states = WatchedCollection(
+            state_list, description=f"{side} state", on_change=self._state_changed, **raw, **state_query
+        )
+
+    def start(self) -> StepWatch:
+        for collection in (self.replica_sets, self.pods, self.states):
+            collection.start()
+        return self
+
+    def stop(self) -> None:
+        for collection in (self.replica_sets, self.pods, self.states):
+            collection.stop()
+
+    def arm(self) -> None:
+        with self._lock:
+            self._armed = True
+
+    def counts(self) -> Counts:
+        return counts_of(self.replica_sets.snapshot(), self.pods.snapshot())
+
+    def _pods_changed(self) -> None:
+        pods = self.pods.snapshot()
+        running = sum(1 for p in pods if is_running(p))
+        live = sum(1 for p in pods if is_live(p))
+        ready = sum(1 for p in pods if is_live(p) and is_ready(p))
+        with self._lock:
+            if self._step is None:
+                return
+            run = self.run
+            run.peak[self._step] = max(run.peak.get(self._step, 0), live)
+            run.most_pods = max(run.most_pods, live)
+            run.most_pods_with_deleted = max(run.most_pods_with_deleted, running)
+            run.fewest_ready = min(run.fewest_ready, ready)
+            self.changed.notify_all()
+
+    def _state_changed(self) -> None:
+        objects = self.states.snapshot()
+        state = objects[0] if objects else {}
+        step = self._step_of(state) if state else None
+        counts = self.counts()
+        with self._lock:
+            self.state = state
+            if self._armed and step is not None:
+                if self._step is None and step < len(STEPS):
+                    self._step = step
+                elif self._step is not None and step > self._step:
+                    # Every step from the one current until now was left just now (a promote --full leaves several).
+                    for left in range(self._step, step):
+                        self.run.left[left] = counts
+                    self._step = step
+            self.changed.notify_all()
+        self._pods_changed()
+
+    @property
+    def step(self) -> int | None:
+        with self._lock:
+            return self._step
+
+    def wait(self, what: str, predicate: Callable[[StepWatch], bool], timeout: float = TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not predicate(self):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SystemExit(f"{self.run.side}: no {what} within {timeout:.0f} s; state: {self.state}")
+                self.changed.wait(min(remaining, 1.0))
+
+    def settled(self) -> bool:
+        """Called under the lock: every replica on the new image and Ready, none left on the old one."""
+        counts = self.counts()
+        return self._step == len(STEPS) and counts == Counts(REPLICAS, REPLICAS, 0, 0)
+
+
+# --- Argo Rollouts --------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        [str(KUBECTL), "--kubeconfig", str(kubeconfig), *args], input=stdin, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def build_controller(version: str) -> Path:
+    built = subprocess.run(
+        [str(ROOT / "hack" / "build-argo-rollouts.sh"), version], stdout=subprocess.PIPE, text=True, check=False
+    )
+    if built.returncode != 0:
+        raise SystemExit(f"Argo Rollouts {version} did not build (hack/build-argo-rollouts.sh {version})")
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
+def start_controller(binary: Path, kubeconfig: Path, namespace: str, log: Path) -> subprocess.Popen[bytes]:
+    command = [
+        str(binary),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--namespaced",
+        "--namespace",
+        namespace,
+        "--leader-elect=false",
+        f"--metricsPort={free_port()}",
+        f"--healthzPort={free_port()}",
+        "--loglevel=info",
+    ]
+    with log.open("wb") as out:
+        # POD_NAMESPACE: where it looks for its notification ConfigMap (none: it notifies nobody).
+        return subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "POD_NAMESPACE": namespace}
+        )
+
+
+def argo_step(rollout: dict[str, Any]) -> int | None:
+    index = (rollout.get("status") or {}).get("currentStepIndex")
+    return None if index is None else int(index)
+
+
+def argo_paused(rollout: dict[str, Any]) -> bool:
+    return bool((rollout.get("status") or {}).get("pauseConditions"))
+
+
+def run_argo(cluster: Cluster, kubeconfig: Path, binary: Path, namespace: str, log: Path) -> Run:
+    crds = binary.parent / "crds"
+    for crd in sorted(crds.glob("*.yaml")):
+        kubectl(kubeconfig, "apply", "--server-side", "-f", str(crd))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/rollouts.argoproj.io", "--timeout=60s")
+    kubectl(kubeconfig, "create", "namespace", namespace)
+    custom = client.CustomObjectsApi(cluster.api_client)
+    where = dict(group="argoproj.io", version="v1alpha1", namespace=namespace, plural="rollouts")
+    controller = start_controller(binary, kubeconfig, namespace, log)
+    watch = StepWatch(cluster, namespace, "Argo", custom.list_namespaced_custom_object, argo_step, where).start()
+    try:
+        custom.create_namespaced_custom_object(body=argo_rollout(), **where)
+        watch.wait(
+            "first revision available",
+            lambda w: (
+                (w.state.get("status") or {}).get("availableReplicas") == REPLICAS
+                and w.counts() == Counts(0, 0, REPLICAS, REPLICAS)
+            ),
+        )
+        watch.arm()
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": NEW}]}}}}
+        custom.patch_namespaced_custom_object(name="web", body=patch, **where)
+        watch.wait("pause at step 2", lambda w: w._step == 1 and argo_paused(w.state))
+        # `kubectl argo rollouts promote web`: with pause conditions, it clears them through the status subresource.
+        custom.patch_namespaced_custom_object_status(name="web", body={"status": {"pauseConditions": None}}, **where)
+        watch.wait("the end of the steps", lambda w: w.settled())
+        watch.run.settled = watch.counts()
+    finally:
+        watch.stop()
+        controller.terminate()
+        try:
+            controller.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            controller.kill()
+            controller.wait()
+    return watch.run
+
+
+# --- ours -----------------------------------------------------------------------------------------------------
+
+
+def our_step(record: dict[str, Any]) -> int | None:
+    canary = json.loads((record.get("data") or {}).get("canary") or "{}")
+    step = canary.get("step")
+    return None if step is None else int(step)
+
+
+def plugin(kubeconfig: Path, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "kubectl_rollout", *args, "-n", namespace, "--kubeconfig", str(kubeconfig)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"kubectl rollout-plus {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result
+
+
+def plan_counts(output: str) -> dict[int, tuple[int, int]]:
+    """Step index (from 0) -> (canary, stable) as ``apply --plan`` printed them."""
+    planned = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if parts and parts[0].isdigit():
+            planned[int(parts[0]) - 1] = (int(parts[-3]), int(parts[-2]))
+    return planned
+
+
+def run_ours(
+    cluster: Cluster, kubeconfig: Path, namespace: str, manifest: Path
+) -> tuple[Run, dict[int, tuple[int, int]]]:
+    kubectl(kubeconfig, "create", "namespace", namespace)
+    manifest.write_text(json.dumps(our_workload()))
+    planned = plan_counts(plugin(kubeconfig, namespace, "apply", "-f", str(manifest), "--plan").stdout)
+    plugin(kubeconfig, namespace, "apply", "-f", str(manifest))
+    watch = StepWatch(
+        cluster,
+        namespace,
+        "ours",
+        cluster.core.list_namespaced_config_map,
+        our_step,
+        {"namespace": namespace, "field_selector": "metadata.name=rollout-plus.web"},
+    ).start()
+    try:
+        watch.arm()
+        # `set image` drives the steps until the pause (the job ends there); `promote` drives the rest.
+        plugin(kubeconfig, namespace, "set", "image", "web", f"app={NEW}", "--in-process")
+        watch.wait("pause at step 2", lambda w: w._step == 1)
+        plugin(kubeconfig, namespace, "promote", "web", "--in-process")
+        watch.wait("the end of the steps", lambda w: w.settled())
+        watch.run.settled = watch.counts()
+    finally:
+        watch.stop()
+    return watch.run, planned
+
+
+# --- the table ------------------------------------------------------------------------------------------------
+
+
+def difference(argo: Counts | None, ours: Counts | None) -> str:
+    if argo is None or ours is None:
+        return "?"
+    if argo == ours:
+        return "same"
+    return f"canary {ours.canary - argo.canary:+d}, stable {ours.stable - argo.stable:+d}"
+
+
+def table(argo: Run, ours: Run) -> list[str]:
+    lines = [
+        f"{'STEP':<20} {'ARGO c/r s/r':>13} {'OURS c/r s/r':>13}  {'PEAK ARGO':>9} {'PEAK OURS':>9}  DIFFERENCE",
+    ]
+    rows: list[tuple[str, Counts | None, Counts | None, int | None, int | None]] = [
+        (f"{i + 1} {step}", argo.left.get(i), ours.left.get(i), argo.peak.get(i), ours.peak.get(i))
+        for i, step in enumerate(STEPS)
+    ]
+    rows.append(("settled", argo.settled, ours.settled, argo.peak.get(len(STEPS)), ours.peak.get(len(STEPS))))
+    for name, a, o, peak_a, peak_o in rows:
+        lines.append(
+            f"{name:<20} {a.text() if a else '-':>13} {o.text() if o else '-':>13}  "
+            f"{peak_a if peak_a is not None else '-':>9} {peak_o if peak_o is not None else '-':>9}  {difference(a, o)}"
+        )
+    lines.append(
+        "c/r s/r: the canary's spec.replicas/Ready pods, the stable's; peak: live pods seen while the step was current"
+    )
+    for run in (argo, ours):
+        lines.append(
+            f"{run.side}: at most {run.most_pods} live pods (replicas + maxSurge = {MOST_PODS}), "
+            f"{run.most_pods_with_deleted} with those being deleted; "
+            f"at least {run.fewest_ready} Ready (replicas - maxUnavailable = {FEWEST_READY})"
+        )
+    return lines
+
+
+def our_breaches(ours: Run, planned: dict[int, tuple[int, int]]) -> list[str]:
+    breaches = []
+    if ours.most_pods > MOST_PODS:
+        breaches.append(f"ours had {ours.most_pods} live pods, above replicas + maxSurge ({MOST_PODS})")
+    if ours.fewest_ready < FEWEST_READY:
+        breaches.append(f"ours had {ours.fewest_ready} Ready pods, below replicas - maxUnavailable ({FEWEST_READY})")
+    for step, (canary, stable) in planned.items():
+        seen = ours.left.get(step)
+        if seen is None or (seen.canary, seen.stable) != (canary, stable) or seen.canary_ready != canary:
+            breaches.append(f"ours left step {step + 1} at {seen} where apply --plan printed {canary}/{stable}")
+    return breaches
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubeconfig", type=Path, help="a running cluster (default: start one of its own)")
+    parser.add_argument(
+        "--version", default=DEFAULT_VERSION, help=f"Argo Rollouts' version (default {DEFAULT_VERSION})"
+    )
+    args = parser.parse_args()
+
+    binary = build_controller(args.version)
+    kubeconfig, started = bench_cluster(args.kubeconfig, COMPARE_DIR)
+    suffix = str(int(time.time()))
+    work = ROOT / ".cluster" / "compare-argo-runs" / suffix
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
+        log = work / "rollouts-controller.log"
+        print(f"Argo Rollouts {args.version} ({binary}); its log: {log}", file=sys.stderr)
+        argo = run_argo(cluster, kubeconfig, binary, f"argo-{suffix}", log)
+        ours, planned = run_ours(cluster, kubeconfig, f"ours-{suffix}", work / "web.json")
+    finally:
+        if started:
+            subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(COMPARE_DIR)])
+    print(
+        f"Argo Rollouts {args.version} and rollout-plus, {REPLICAS} replicas, maxSurge {MAX_SURGE}, "
+        f"maxUnavailable {MAX_UNAVAILABLE}, steps: {'; '.join(STEPS)}"
+    )
+    print("\n".join(table(argo, ours)))
+    breaches = our_breaches(ours, planned)
+    for breach in breaches:
+        print(f"BROKEN: {breach}")
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
