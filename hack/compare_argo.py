@@ -90,37 +90,34 @@ def pod_template() -> dict[str, Any]:
     }
 
 
-def argo_rollout() -> dict[str, Any]:
+def manifest(*, api_version: str, kind: str, strategy: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    """Argo's Rollout and our Deployment manifest share all but their kind and how they say the strategy."""
     return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Rollout",
-        "metadata": {"name": "web"},
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "web", "annotations": annotations},
         "spec": {
             "replicas": REPLICAS,
             "selector": {"matchLabels": {"app": "web"}},
+            "strategy": strategy,
             "template": pod_template(),
-            "strategy": {
-                "canary": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE, "steps": ARGO_STEPS},
-            },
         },
     }
+
+
+def argo_rollout() -> dict[str, Any]:
+    canary = {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE, "steps": ARGO_STEPS}
+    return manifest(api_version="argoproj.io/v1alpha1", kind="Rollout", strategy={"canary": canary}, annotations={})
 
 
 def our_workload() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "annotations": {"rollout-plus.io/steps": "\n".join(STEPS)}},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": {"app": "web"}},
-            "strategy": {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE},
-            },
-            "template": pod_template(),
-        },
-    }
+    rolling = {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE}
+    return manifest(
+        api_version="apps/v1",
+        kind="Deployment",
+        strategy={"type": "RollingUpdate", "rollingUpdate": rolling},
+        annotations={"rollout-plus.io/steps": "\n".join(STEPS)},
+    )
 
 
 # --- what is seen ---------------------------------------------------------------------------------------------
@@ -153,6 +150,8 @@ class Run:
     most_pods_with_deleted: int = 0
     fewest_ready: int = REPLICAS
     settled: Counts | None = None
+    #: (canary, stable) spec.replicas after each scale, in the order the ReplicaSet watch delivered them
+    moves: list[tuple[int, int]] = field(default_factory=list)
 
 
 def is_ready(pod: dict[str, Any]) -> bool:
@@ -212,7 +211,11 @@ class StepWatch:
         self.changed = threading.Condition(self._lock)
         raw = dict(transform=lambda obj: obj)
         self.replica_sets = WatchedCollection(
-            cluster.apps.list_namespaced_replica_set, namespace=namespace, description=f"{side} replicasets", **raw
+            cluster.apps.list_namespaced_replica_set,
+            namespace=namespace,
+            description=f"{side} replicasets",
+            on_change=self._replica_sets_changed,
+            **raw,
         )
         self.pods = WatchedCollection(
             cluster.core.list_namespaced_pod,
@@ -240,6 +243,13 @@ class StepWatch:
 
     def counts(self) -> Counts:
         return counts_of(self.replica_sets.snapshot(), self.pods.snapshot())
+
+    def _replica_sets_changed(self) -> None:
+        counts = counts_of(self.replica_sets.snapshot(), [])
+        move = (counts.canary, counts.stable)
+        with self._lock:
+            if self._armed and (not self.run.moves or self.run.moves[-1] != move):
+                self.run.moves.append(move)
 
     def _pods_changed(self) -> None:
         pods = self.pods.snapshot()
@@ -341,6 +351,29 @@ def start_controller(binary: Path, kubeconfig: Path, namespace: str, log: Path) 
         )
 
 
+def established(cluster: Cluster, crd: str) -> None:
+    """Wait (by watch) until the API server serves ``crd``: `kubectl wait` fails while it has no conditions yet."""
+
+    def is_established(c: WatchedCollection) -> bool:
+        return any(
+            condition.get("type") == "Established" and condition.get("status") == "True"
+            for item in c.objects_locked().values()
+            for condition in (item.get("status") or {}).get("conditions") or []
+        )
+
+    crds = WatchedCollection(
+        client.ApiextensionsV1Api(cluster.api_client).list_custom_resource_definition,
+        description=f"crd {crd}",
+        transform=lambda obj: obj,
+        field_selector=f"metadata.name={crd}",
+    ).start()
+    try:
+        if not crds.wait_until(is_established, 60, None):
+            raise SystemExit(f"CRD {crd} was not Established within 60 s")
+    finally:
+        crds.stop()
+
+
 def argo_step(rollout: dict[str, Any]) -> int | None:
     index = (rollout.get("status") or {}).get("currentStepIndex")
     return None if index is None else int(index)
@@ -354,7 +387,7 @@ def run_argo(cluster: Cluster, kubeconfig: Path, binary: Path, namespace: str, l
     crds = binary.parent / "crds"
     for crd in sorted(crds.glob("*.yaml")):
         kubectl(kubeconfig, "apply", "--server-side", "-f", str(crd))
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/rollouts.argoproj.io", "--timeout=60s")
+    established(cluster, "rollouts.argoproj.io")
     kubectl(kubeconfig, "create", "namespace", namespace)
     custom = client.CustomObjectsApi(cluster.api_client)
     where = dict(group="argoproj.io", version="v1alpha1", namespace=namespace, plural="rollouts")
@@ -454,6 +487,10 @@ def difference(argo: Counts | None, ours: Counts | None) -> str:
     return f"canary {ours.canary - argo.canary:+d}, stable {ours.stable - argo.stable:+d}"
 
 
+def moves_text(moves: list[tuple[int, int]]) -> list[str]:
+    return [f"{canary}/{stable}" for canary, stable in moves]
+
+
 def table(argo: Run, ours: Run) -> list[str]:
     lines = [
         f"{'STEP':<20} {'ARGO c/r s/r':>13} {'OURS c/r s/r':>13}  {'PEAK ARGO':>9} {'PEAK OURS':>9}  DIFFERENCE",
@@ -471,6 +508,8 @@ def table(argo: Run, ours: Run) -> list[str]:
     lines.append(
         "c/r s/r: the canary's spec.replicas/Ready pods, the stable's; peak: live pods seen while the step was current"
     )
+    for run in (argo, ours):
+        lines.append(f"{run.side}: canary/stable spec.replicas, scale by scale: " + " ".join(moves_text(run.moves)))
     for run in (argo, ours):
         lines.append(
             f"{run.side}: at most {run.most_pods} live pods (replicas + maxSurge = {MOST_PODS}), "
