@@ -19,9 +19,10 @@ Where each stands comes from a watch: Argo's `status.currentStepIndex`, our
 record's `canary.step` (both count steps from 0). When the index leaves a
 step, that step's counts are taken from watched ReplicaSets and pods (the
 canary's and the stable ReplicaSet's spec.replicas and Ready pods); a pod
-watch keeps the peak pod count while each step is current (pods being
-deleted count until they are gone). A table per step prints Argo's counts,
-ours and the difference, and the peaks against replicas + maxSurge.
+watch keeps the peak of live pods (not being deleted, as tests/invariants.py
+counts them) while each step is current, and the peak with pods being deleted.
+A table per step prints Argo's counts, ours and the difference, the peaks
+against replicas + maxSurge, and each side's scales in the order they came.
 
 Differences are facts to report; the exit code is non-zero only when OURS
 broke an invariant: more pods than replicas + maxSurge, fewer Ready than
