@@ -59,28 +59,92 @@ from kubernetes import client  # noqa: E402
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 from kubectl_rollout.kube.watched_collection import WatchedCollection  # noqa: E402
+from kubectl_rollout.rollout.replica_math import max_surge, max_unavailable  # noqa: E402
 
 COMPARE_DIR = ROOT / ".cluster" / "compare-argo"
 KUBECTL = ROOT / ".bin" / "kubectl"
 DEFAULT_VERSION = "v1.10.2"
 
-REPLICAS = 10
-MAX_SURGE = "25%"
-MAX_UNAVAILABLE = "25%"
-#: replicas + maxSurge (25 % of 10 rounds up to 3) and replicas - maxUnavailable (rounds down to 2)
-MOST_PODS = 13
-FEWEST_READY = 8
 OLD = "registry.example/app:v1"
 NEW = "registry.example/app:v2"
-#: the steps, ours (the annotation's syntax) and Argo's (`canary.steps`)
-STEPS = ("setWeight 10", "pause", "setWeight 50", "pause 5s", "setWeight 100")
-ARGO_STEPS: list[dict[str, Any]] = [
-    {"setWeight": 10},
-    {"pause": {}},
-    {"setWeight": 50},
-    {"pause": {"duration": "5s"}},
-    {"setWeight": 100},
-]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One canary both ways: the workload's size and fenceposts, and the steps (in our annotation's syntax)."""
+
+    name: str
+    replicas: int
+    surge: int | str
+    unavailable: int | str
+    steps: tuple[str, ...]
+    why: str
+
+    @property
+    def most_pods(self) -> int:
+        return self.replicas + max_surge(self.replicas, self.surge, self.unavailable)
+
+    @property
+    def fewest_ready(self) -> int:
+        return self.replicas - max_unavailable(self.replicas, self.surge, self.unavailable)
+
+    def argo_steps(self) -> list[dict[str, Any]]:
+        """``canary.steps`` of Argo's Rollout: ``setWeight N``, ``pause`` and ``pause DURATION`` as Argo says them."""
+        steps: list[dict[str, Any]] = []
+        for step in self.steps:
+            verb, _, value = step.partition(" ")
+            if verb == "setWeight":
+                steps.append({"setWeight": int(value)})
+            elif verb == "pause":
+                steps.append({"pause": {"duration": value} if value else {}})
+            else:
+                raise ValueError(f"scenario {self.name}: step {step!r} has no Argo equivalent here")
+        return steps
+
+    def text(self) -> str:
+        return (
+            f"{self.replicas} replicas, maxSurge {self.surge}, maxUnavailable {self.unavailable}, "
+            f"steps: {'; '.join(self.steps)}"
+        )
+
+
+SCENARIOS = {
+    scenario.name: scenario
+    for scenario in (
+        Scenario(
+            "issue",
+            10,
+            "25%",
+            "25%",
+            ("setWeight 10", "pause", "setWeight 50", "pause 5s", "setWeight 100"),
+            "issue 23's example",
+        ),
+        Scenario(
+            "rounding",
+            10,
+            "25%",
+            "25%",
+            ("setWeight 14", "pause", "setWeight 100"),
+            "14 % of 10: Argo's nearest ratio against our rounding up",
+        ),
+        Scenario(
+            "small",
+            3,
+            1,
+            0,
+            ("setWeight 25", "pause", "setWeight 50", "pause", "setWeight 100"),
+            "3 replicas, maxSurge 1: Argo may hold replicas + 1 pods through a pause",
+        ),
+        Scenario(
+            "surge-3284",
+            10,
+            "10%",
+            0,
+            ("setWeight 50", "pause", "setWeight 100"),
+            "argo-rollouts#3284: maxSurge 10 %, maxUnavailable 0, setWeight 50",
+        ),
+    )
+}
 TIMEOUT = 180.0
 
 
@@ -91,14 +155,16 @@ def pod_template() -> dict[str, Any]:
     }
 
 
-def manifest(*, api_version: str, kind: str, strategy: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+def manifest(
+    scenario: Scenario, *, api_version: str, kind: str, strategy: dict[str, Any], annotations: dict[str, str]
+) -> dict[str, Any]:
     """Argo's Rollout and our Deployment manifest share all but their kind and how they say the strategy."""
     return {
         "apiVersion": api_version,
         "kind": kind,
         "metadata": {"name": "web", "annotations": annotations},
         "spec": {
-            "replicas": REPLICAS,
+            "replicas": scenario.replicas,
             "selector": {"matchLabels": {"app": "web"}},
             "strategy": strategy,
             "template": pod_template(),
@@ -106,18 +172,21 @@ def manifest(*, api_version: str, kind: str, strategy: dict[str, Any], annotatio
     }
 
 
-def argo_rollout() -> dict[str, Any]:
-    canary = {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE, "steps": ARGO_STEPS}
-    return manifest(api_version="argoproj.io/v1alpha1", kind="Rollout", strategy={"canary": canary}, annotations={})
-
-
-def our_workload() -> dict[str, Any]:
-    rolling = {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE}
+def argo_rollout(scenario: Scenario) -> dict[str, Any]:
+    canary = {"maxSurge": scenario.surge, "maxUnavailable": scenario.unavailable, "steps": scenario.argo_steps()}
     return manifest(
+        scenario, api_version="argoproj.io/v1alpha1", kind="Rollout", strategy={"canary": canary}, annotations={}
+    )
+
+
+def our_workload(scenario: Scenario) -> dict[str, Any]:
+    rolling = {"maxSurge": scenario.surge, "maxUnavailable": scenario.unavailable}
+    return manifest(
+        scenario,
         api_version="apps/v1",
         kind="Deployment",
         strategy={"type": "RollingUpdate", "rollingUpdate": rolling},
-        annotations={"rollout-plus.io/steps": "\n".join(STEPS)},
+        annotations={"rollout-plus.io/steps": "\n".join(scenario.steps)},
     )
 
 
@@ -149,7 +218,7 @@ class Run:
     most_pods: int = 0
     #: pods being deleted too, until they are gone
     most_pods_with_deleted: int = 0
-    fewest_ready: int = REPLICAS
+    fewest_ready: int | None = None
     settled: Counts | None = None
     #: (canary, stable) spec.replicas after each scale, in the order the ReplicaSet watch delivered them
     moves: list[tuple[int, int]] = field(default_factory=list)
@@ -199,11 +268,15 @@ class StepWatch:
         cluster: Cluster,
         namespace: str,
         side: str,
+        scenario: Scenario,
         state_list: Callable[..., Any],
         step_of: Callable[[dict[str, Any]], int | None],
         state_query: dict[str, Any],
     ) -> None:
         self.run = Run(side)
+        self.scenario = scenario
+        #: the step indexes promoted so far (each pause is promoted once)
+        self.promoted: set[int] = set()
         self._step_of = step_of
         self._lock = threading.Lock()
         self._armed = False
@@ -264,7 +337,7 @@ class StepWatch:
             run.peak[self._step] = max(run.peak.get(self._step, 0), live)
             run.most_pods = max(run.most_pods, live)
             run.most_pods_with_deleted = max(run.most_pods_with_deleted, running)
-            run.fewest_ready = min(run.fewest_ready, ready)
+            run.fewest_ready = ready if run.fewest_ready is None else min(run.fewest_ready, ready)
             self.changed.notify_all()
 
     def _state_changed(self) -> None:
@@ -275,7 +348,7 @@ class StepWatch:
         with self._lock:
             self.state = state
             if self._armed and step is not None:
-                if self._step is None and step < len(STEPS):
+                if self._step is None and step < len(self.scenario.steps):
                     self._step = step
                 elif self._step is not None and step > self._step:
                     # Every step from the one current until now was left just now (a promote --full leaves several).
@@ -302,7 +375,32 @@ class StepWatch:
     def settled(self) -> bool:
         """Called under the lock: every replica on the new image and Ready, none left on the old one."""
         counts = self.counts()
-        return self._step == len(STEPS) and counts == Counts(REPLICAS, REPLICAS, 0, 0)
+        replicas = self.scenario.replicas
+        return self._step == len(self.scenario.steps) and counts == Counts(replicas, replicas, 0, 0)
+
+    def waiting_for_promote(self, paused: bool) -> int | None:
+        """Called under the lock: the untimed pause the rollout waits at (``paused``: the side says it waits), if it
+        has not been promoted yet."""
+        step = self._step
+        if step is None or step >= len(self.scenario.steps) or step in self.promoted or not paused:
+            return None
+        return step if self.scenario.steps[step] == "pause" else None
+
+    def next_pause(self, paused: Callable[[dict[str, Any]], bool]) -> int | None:
+        """Wait for the next untimed pause not promoted yet (its index), or for the end of the steps (None)."""
+        found: list[int | None] = []
+
+        def there(watch: StepWatch) -> bool:
+            if watch.settled():
+                found.append(None)
+                return True
+            step = watch.waiting_for_promote(paused(watch.state))
+            if step is not None:
+                found.append(step)
+            return step is not None
+
+        self.wait("a pause or the end of the steps", there)
+        return found[-1]
 
 
 # --- Argo Rollouts --------------------------------------------------------------------------------------------
@@ -384,7 +482,7 @@ def argo_paused(rollout: dict[str, Any]) -> bool:
     return bool((rollout.get("status") or {}).get("pauseConditions"))
 
 
-def run_argo(cluster: Cluster, kubeconfig: Path, binary: Path, namespace: str, log: Path) -> Run:
+def run_argo(cluster: Cluster, kubeconfig: Path, binary: Path, namespace: str, scenario: Scenario, log: Path) -> Run:
     crds = binary.parent / "crds"
     for crd in sorted(crds.glob("*.yaml")):
         kubectl(kubeconfig, "apply", "--server-side", "-f", str(crd))
@@ -393,23 +491,29 @@ def run_argo(cluster: Cluster, kubeconfig: Path, binary: Path, namespace: str, l
     custom = client.CustomObjectsApi(cluster.api_client)
     where = dict(group="argoproj.io", version="v1alpha1", namespace=namespace, plural="rollouts")
     controller = start_controller(binary, kubeconfig, namespace, log)
-    watch = StepWatch(cluster, namespace, "Argo", custom.list_namespaced_custom_object, argo_step, where).start()
+    watch = StepWatch(
+        cluster, namespace, "Argo", scenario, custom.list_namespaced_custom_object, argo_step, where
+    ).start()
+    replicas = scenario.replicas
     try:
-        custom.create_namespaced_custom_object(body=argo_rollout(), **where)
+        custom.create_namespaced_custom_object(body=argo_rollout(scenario), **where)
         watch.wait(
             "first revision available",
             lambda w: (
-                (w.state.get("status") or {}).get("availableReplicas") == REPLICAS
-                and w.counts() == Counts(0, 0, REPLICAS, REPLICAS)
+                (w.state.get("status") or {}).get("availableReplicas") == replicas
+                and w.counts() == Counts(0, 0, replicas, replicas)
             ),
         )
         watch.arm()
         patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": NEW}]}}}}
         custom.patch_namespaced_custom_object(name="web", body=patch, **where)
-        watch.wait("pause at step 2", lambda w: w._step == 1 and argo_paused(w.state))
-        # `kubectl argo rollouts promote web`: with pause conditions, it clears them through the status subresource.
-        custom.patch_namespaced_custom_object_status(name="web", body={"status": {"pauseConditions": None}}, **where)
-        watch.wait("the end of the steps", lambda w: w.settled())
+        while (pause := watch.next_pause(argo_paused)) is not None:
+            # `kubectl argo rollouts promote web`: with pause conditions, it clears them through the status
+            # subresource (pkg/kubectl-argo-rollouts/cmd/promote); the controller then goes past the pause.
+            custom.patch_namespaced_custom_object_status(
+                name="web", body={"status": {"pauseConditions": None}}, **where
+            )
+            watch.promoted.add(pause)
         watch.run.settled = watch.counts()
     finally:
         watch.stop()
@@ -449,28 +553,33 @@ def plan_counts(output: str) -> dict[int, tuple[int, int]]:
     return planned
 
 
+def our_paused(record: dict[str, Any]) -> bool:
+    return bool(json.loads((record.get("data") or {}).get("canary") or "{}").get("paused"))
+
+
 def run_ours(
-    cluster: Cluster, kubeconfig: Path, namespace: str, manifest: Path
+    cluster: Cluster, kubeconfig: Path, namespace: str, scenario: Scenario, manifest: Path
 ) -> tuple[Run, dict[int, tuple[int, int]]]:
     kubectl(kubeconfig, "create", "namespace", namespace)
-    manifest.write_text(json.dumps(our_workload()))
+    manifest.write_text(json.dumps(our_workload(scenario)))
     planned = plan_counts(plugin(kubeconfig, namespace, "apply", "-f", str(manifest), "--plan").stdout)
     plugin(kubeconfig, namespace, "apply", "-f", str(manifest))
     watch = StepWatch(
         cluster,
         namespace,
         "ours",
+        scenario,
         cluster.core.list_namespaced_config_map,
         our_step,
         {"namespace": namespace, "field_selector": "metadata.name=rollout-plus.web"},
     ).start()
     try:
         watch.arm()
-        # `set image` drives the steps until the pause (the job ends there); `promote` drives the rest.
+        # `set image` drives the steps until a pause (the job ends there); each `promote` to the next one.
         plugin(kubeconfig, namespace, "set", "image", "web", f"app={NEW}", "--in-process")
-        watch.wait("pause at step 2", lambda w: w._step == 1)
-        plugin(kubeconfig, namespace, "promote", "web", "--in-process")
-        watch.wait("the end of the steps", lambda w: w.settled())
+        while (pause := watch.next_pause(our_paused)) is not None:
+            watch.promoted.add(pause)
+            plugin(kubeconfig, namespace, "promote", "web", "--in-process")
         watch.run.settled = watch.counts()
     finally:
         watch.stop()
@@ -492,15 +601,16 @@ def moves_text(moves: list[tuple[int, int]]) -> list[str]:
     return [f"{canary}/{stable}" for canary, stable in moves]
 
 
-def table(argo: Run, ours: Run) -> list[str]:
+def table(scenario: Scenario, argo: Run, ours: Run) -> list[str]:
     lines = [
         f"{'STEP':<20} {'ARGO c/r s/r':>13} {'OURS c/r s/r':>13}  {'PEAK ARGO':>9} {'PEAK OURS':>9}  DIFFERENCE",
     ]
+    end = len(scenario.steps)
     rows: list[tuple[str, Counts | None, Counts | None, int | None, int | None]] = [
         (f"{i + 1} {step}", argo.left.get(i), ours.left.get(i), argo.peak.get(i), ours.peak.get(i))
-        for i, step in enumerate(STEPS)
+        for i, step in enumerate(scenario.steps)
     ]
-    rows.append(("settled", argo.settled, ours.settled, argo.peak.get(len(STEPS)), ours.peak.get(len(STEPS))))
+    rows.append(("settled", argo.settled, ours.settled, argo.peak.get(end), ours.peak.get(end)))
     for name, a, o, peak_a, peak_o in rows:
         lines.append(
             f"{name:<20} {a.text() if a else '-':>13} {o.text() if o else '-':>13}  "
@@ -513,19 +623,21 @@ def table(argo: Run, ours: Run) -> list[str]:
         lines.append(f"{run.side}: canary/stable spec.replicas, scale by scale: " + " ".join(moves_text(run.moves)))
     for run in (argo, ours):
         lines.append(
-            f"{run.side}: at most {run.most_pods} live pods (replicas + maxSurge = {MOST_PODS}), "
+            f"{run.side}: at most {run.most_pods} live pods (replicas + maxSurge = {scenario.most_pods}), "
             f"{run.most_pods_with_deleted} with those being deleted; "
-            f"at least {run.fewest_ready} Ready (replicas - maxUnavailable = {FEWEST_READY})"
+            f"at least {run.fewest_ready} Ready (replicas - maxUnavailable = {scenario.fewest_ready})"
         )
     return lines
 
 
-def our_breaches(ours: Run, planned: dict[int, tuple[int, int]]) -> list[str]:
+def our_breaches(scenario: Scenario, ours: Run, planned: dict[int, tuple[int, int]]) -> list[str]:
     breaches = []
-    if ours.most_pods > MOST_PODS:
-        breaches.append(f"ours had {ours.most_pods} live pods, above replicas + maxSurge ({MOST_PODS})")
-    if ours.fewest_ready < FEWEST_READY:
-        breaches.append(f"ours had {ours.fewest_ready} Ready pods, below replicas - maxUnavailable ({FEWEST_READY})")
+    if ours.most_pods > scenario.most_pods:
+        breaches.append(f"ours had {ours.most_pods} live pods, above replicas + maxSurge ({scenario.most_pods})")
+    if ours.fewest_ready is not None and ours.fewest_ready < scenario.fewest_ready:
+        breaches.append(
+            f"ours had {ours.fewest_ready} Ready pods, below replicas - maxUnavailable ({scenario.fewest_ready})"
+        )
     for step, (canary, stable) in planned.items():
         seen = ours.left.get(step)
         if seen is None or (seen.canary, seen.stable) != (canary, stable) or seen.canary_ready != canary:
@@ -539,31 +651,41 @@ def main() -> int:
     parser.add_argument(
         "--version", default=DEFAULT_VERSION, help=f"Argo Rollouts' version (default {DEFAULT_VERSION})"
     )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=sorted(SCENARIOS),
+        help="run this scenario (repeat for several; default: all). "
+        + "; ".join(f"{s.name}: {s.why}" for s in SCENARIOS.values()),
+    )
     args = parser.parse_args()
+    scenarios = [SCENARIOS[name] for name in args.scenario] if args.scenario else list(SCENARIOS.values())
 
     binary = build_controller(args.version)
     kubeconfig, started = bench_cluster(args.kubeconfig, COMPARE_DIR)
     suffix = str(int(time.time()))
     work = ROOT / ".cluster" / "compare-argo-runs" / suffix
     work.mkdir(parents=True, exist_ok=True)
+    results = []
     try:
         cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))
-        log = work / "rollouts-controller.log"
-        print(f"Argo Rollouts {args.version} ({binary}); its log: {log}", file=sys.stderr)
-        argo = run_argo(cluster, kubeconfig, binary, f"argo-{suffix}", log)
-        ours, planned = run_ours(cluster, kubeconfig, f"ours-{suffix}", work / "web.json")
+        for scenario in scenarios:
+            log = work / f"rollouts-controller-{scenario.name}.log"
+            print(f"{scenario.name}: Argo Rollouts {args.version} ({binary}); its log: {log}", file=sys.stderr)
+            argo = run_argo(cluster, kubeconfig, binary, f"argo-{scenario.name}-{suffix}", scenario, log)
+            ours = run_ours(cluster, kubeconfig, f"ours-{scenario.name}-{suffix}", scenario, work / "web.json")
+            results.append((scenario, argo, *ours))
     finally:
         if started:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(COMPARE_DIR)])
-    print(
-        f"Argo Rollouts {args.version} and rollout-plus, {REPLICAS} replicas, maxSurge {MAX_SURGE}, "
-        f"maxUnavailable {MAX_UNAVAILABLE}, steps: {'; '.join(STEPS)}"
-    )
-    print("\n".join(table(argo, ours)))
-    breaches = our_breaches(ours, planned)
-    for breach in breaches:
-        print(f"BROKEN: {breach}")
-    return 1 if breaches else 0
+    broken = False
+    for scenario, argo, ours, planned in results:
+        print(f"\n{scenario.name} ({scenario.why}): Argo Rollouts {args.version} and rollout-plus, {scenario.text()}")
+        print("\n".join(table(scenario, argo, ours)))
+        for breach in our_breaches(scenario, ours, planned):
+            print(f"BROKEN: {breach}")
+            broken = True
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
 
 import compare_argo as compare
-from compare_argo import NEW, OLD, Counts, Run
+from compare_argo import NEW, OLD, SCENARIOS, Counts, Run, Scenario
 
 
 def replica_set(image: str, replicas: int) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def test_only_a_broken_invariant_of_ours_is_a_breach(change: dict[str, Any], wor
                     run.left[step] = counts
         else:
             setattr(run, name, value)
-    breaches = compare.our_breaches(run, compare.plan_counts(PLAN))
+    breaches = compare.our_breaches(SCENARIOS["issue"], run, compare.plan_counts(PLAN))
     if words is None:
         assert breaches == []
     else:
@@ -128,3 +128,32 @@ def test_only_a_broken_invariant_of_ours_is_a_breach(change: dict[str, Any], wor
 )
 def test_difference_is_ours_minus_argos(argo: Counts | None, ours: Counts | None, text: str) -> None:
     assert compare.difference(argo, ours) == text
+
+
+@pytest.mark.parametrize(
+    ("replicas", "surge", "unavailable", "most", "fewest"),
+    [
+        (10, "25%", "25%", 13, 8),
+        (3, 1, 0, 4, 3),
+        (10, "10%", 0, 11, 10),
+        # both 0: maxUnavailable 1, as the Deployment controller resolves it
+        (10, 0, 0, 10, 9),
+    ],
+)
+def test_a_scenarios_bounds_are_the_deployment_controllers(
+    replicas: int, surge: int | str, unavailable: int | str, most: int, fewest: int
+) -> None:
+    scenario = Scenario("s", replicas, surge, unavailable, ("setWeight 50",), "why")
+    assert (scenario.most_pods, scenario.fewest_ready) == (most, fewest)
+
+
+def test_argo_says_the_steps_its_way() -> None:
+    assert SCENARIOS["issue"].argo_steps() == [
+        {"setWeight": 10},
+        {"pause": {}},
+        {"setWeight": 50},
+        {"pause": {"duration": "5s"}},
+        {"setWeight": 100},
+    ]
+    with pytest.raises(ValueError, match="has no Argo equivalent"):
+        Scenario("s", 3, 1, 0, ("gate manual",), "why").argo_steps()
