@@ -2,9 +2,12 @@
 """Argo Rollouts' controller beside our canary, step by step, on one cluster (issue 23).
 
 The same replica-weighted canary (no traffic router) both ways, each in a
-namespace of its own: 10 replicas, maxSurge 25 %, maxUnavailable 25 %, pods
-Ready 1 s after they start, steps setWeight 10, pause, setWeight 50, pause 5s,
-setWeight 100, one image change, promoted at the pause.
+namespace of its own, pods Ready 1 s after they start, one image change, each
+untimed pause promoted in turn. The scenarios (SCENARIOS): the issue's example
+(10 replicas, maxSurge and maxUnavailable 25 %, setWeight 10, pause,
+setWeight 50, pause 5s, setWeight 100), and those where docs/canary.md says
+we part from Argo (14 % of 10; 3 replicas with maxSurge 1; argo-rollouts#3284's
+maxSurge 10 %, maxUnavailable 0, setWeight 50).
 
 - Argo: its CRDs installed from the module's manifests/crds/, its
   rollouts-controller (built by hack/build-argo-rollouts.sh) run out of cluster
@@ -12,8 +15,8 @@ setWeight 100, one image change, promoted at the pause.
   ports, logging to a file; a Rollout with `canary.steps`; the image changed
   in its spec, and promoted as `kubectl argo rollouts promote` does (the
   status subresource patched: pauseConditions null).
-- Ours: a managed workload (`apply`), `set image` (it ends at the pause),
-  then `promote`.
+- Ours: a managed workload (`apply`), `set image` (it ends at the first
+  pause), then `promote` at each pause.
 
 Where each stands comes from a watch: Argo's `status.currentStepIndex`, our
 record's `canary.step` (both count steps from 0). When the index leaves a
@@ -29,7 +32,7 @@ broke an invariant: more pods than replicas + maxSurge, fewer Ready than
 replicas - maxUnavailable, or a step's counts other than `apply --plan`
 printed.
 
-    .venv/bin/python hack/compare_argo.py [--kubeconfig PATH] [--version v1.10.2]
+    .venv/bin/python hack/compare_argo.py [--kubeconfig PATH] [--scenario NAME ...] [--version v1.10.2]
 
 Without --kubeconfig it starts a cluster of its own (.cluster/compare-argo)
 and stops it at the end; the controller is always stopped.
@@ -251,7 +254,7 @@ def counts_of(replica_sets: list[dict[str, Any]], pods: list[dict[str, Any]]) ->
         spec[image_of(rs)] = spec.get(image_of(rs), 0) + int(rs["spec"].get("replicas") or 0)
     ready = {OLD: 0, NEW: 0}
     for pod in pods:
-        if is_ready(pod) and not pod["metadata"].get("deletionTimestamp"):
+        if is_live(pod) and is_ready(pod):
             ready[image_of(pod)] = ready.get(image_of(pod), 0) + 1
     return Counts(canary=spec[NEW], canary_ready=ready[NEW], stable=spec[OLD], stable_ready=ready[OLD])
 
