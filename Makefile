@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 #: how the suite is run; `make coverage` (and CI) run it under coverage.py
 PYTEST ?= $(BIN)/pytest
 
-.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean bench-drain bench-campaign bench-rollout bench-canary bench-start bench-agent bench-tui bench-tui-campaign bench-unreachable dist screenshots
+.PHONY: setup system-packages binaries demo tui test coverage unit integration lint cluster-up cluster-down cluster-status clean compare-argo bench-drain bench-campaign bench-rollout bench-canary bench-start bench-agent bench-tui bench-tui-campaign bench-unreachable dist screenshots
 
 ## setup: Debian packages, the .venv with the plugin and its dev tools, the control-plane binaries
 setup: system-packages $(VENV)/.installed binaries
@@ -104,6 +104,10 @@ bench-rollout: setup
 ## bench-canary: a 10-step canary of 100 replicas: our overhead beyond pauses and readiness waits, requests per step; the controller's rolling update beside it (prints figures)
 bench-canary: setup
 	$(BIN)/python hack/bench_canary.py
+## compare-argo: Argo Rollouts' controller (built from its Go module, cached) beside our canary, step by step
+## (by hand only: the build takes many CPU-minutes; KUBECONFIG_ARG=--kubeconfig=PATH uses a running cluster)
+compare-argo: setup
+	$(BIN)/python hack/compare_argo.py $(KUBECONFIG_ARG)
 
 ## bench-start: start time of the plugin (venv and Krew executable) beside kubectl version --client (prints figures)
 bench-start: setup
