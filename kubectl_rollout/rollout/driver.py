@@ -156,6 +156,8 @@ class RolloutDriver:
         self._blue_green = BlueGreenWalker(cluster, name, context.emit)
         #: when the canary's timed pause ends (epoch seconds), if one runs: the loop wakes then, not up to 1 s later
         self._pause_ends_at: float | None = None
+        #: each ReplicaSet's template identity, kept from pass to pass
+        self._identities = replica_sets.TemplateIdentities()
 
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
@@ -312,7 +314,7 @@ class RolloutDriver:
             return None  # our own spec change (a rollback) has not come back through the watch yet
         spec = record.spec
         mine = replica_sets.owned(all_rs, record)
-        managed = [replica_sets.to_managed(rs) for rs in mine]
+        managed = [replica_sets.to_managed(rs, identities=self._identities) for rs in mine]
         template_hash = replica_sets.current_identity(self.cluster, record)
         new, old = split(template_hash, managed)
         new_rs = next((rs for rs in mine if new is not None and rs.metadata.name == new.name), None)
@@ -631,7 +633,7 @@ class RolloutDriver:
         record = read(self.cluster, record.namespace, record.name)  # fresh: the watch cache may lag
         current = replica_sets.current_identity(self.cluster, record)
         candidates = sorted(
-            (rs for rs in mine if replica_sets.to_managed(rs).template_hash != current),
+            (rs for rs in mine if replica_sets.to_managed(rs, identities=self._identities).template_hash != current),
             key=lambda rs: replica_sets.to_managed(rs).revision,
             reverse=True,
         )

@@ -56,13 +56,33 @@ def _int(annotations: Mapping[str, str], key: str) -> int | None:
         return None
 
 
-def to_managed(rs: Any) -> ManagedReplicaSet:
+class TemplateIdentities:
+    """Each ReplicaSet's template identity, worked out once per spec it had (uid, generation), not at every pass.
+
+    Working it out turns the template's model into JSON and hashes it: two thirds of
+    a driver's CPU when it did so for every ReplicaSet at every pass (about 640
+    passes in an image change of 100 replicas).
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], str] = {}
+
+    def of(self, rs: Any) -> str:
+        key = (rs.metadata.uid or rs.metadata.name, rs.metadata.generation or 0)
+        identity = self._known.get(key)
+        if identity is None:
+            identity = self._known[key] = template_identity(template_without_hash(rs))
+        return identity
+
+
+def to_managed(rs: Any, *, identities: TemplateIdentities | None = None) -> ManagedReplicaSet:
+    """``identities``: the driver's, kept from pass to pass."""
     annotations = rs.metadata.annotations or {}
     status = rs.status
     return ManagedReplicaSet(
         name=rs.metadata.name,
         # The template the ReplicaSet runs, as the API server stored it: compared, not the one it was applied as.
-        template_hash=template_identity(template_without_hash(rs)),
+        template_hash=(identities.of(rs) if identities is not None else template_identity(template_without_hash(rs))),
         replicas=rs.spec.replicas or 0,
         current=(status.replicas or 0) if status else 0,
         available=(status.available_replicas or 0) if status else 0,
