@@ -306,6 +306,14 @@ def rotate_pool(
         assert not fresh.spec.unschedulable
         assert out.cordoned_at[name], f"{name} was never cordoned"
     assert all_available(cluster, namespace) == {name: (r, r) for name, r in wanted.items()}
+    # the soak's count the screen draws: each wave's starts (again) once its workloads are available, it lasts
+    # the soak, and its nodes are soaked no earlier than its last count said
+    counting: dict[int, dict[str, Any]] = {e["index"]: e for e in by_type(result, "SoakCounting")}
+    assert set(counting) == {w["index"] for w in planned["waves"]}
+    for count in counting.values():
+        assert count["until"] - stamp(count) == pytest.approx(1.0, abs=0.05), count
+    for soaked in by_type(result, "NodeSoaked"):
+        assert stamp(soaked) >= counting[soaked["index"]]["until"] - 0.01, soaked
     hooks = by_type(result, "HookRan")
     assert len(hooks) == pool.nodes
     assert all(h["exit_code"] == 0 and h["hook"] == "post" for h in hooks)

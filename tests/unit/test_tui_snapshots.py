@@ -27,6 +27,7 @@ from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.events import campaign as campaign_ev
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
@@ -404,3 +405,69 @@ def test_the_canary_keys_that_apply() -> None:
             assert allowed == {"promote": True, "promote_full": True, "abort": True, "retry": False}
 
     asyncio.run(run())
+
+
+class Clock:
+    """A clock a test moves by hand: what the screen shows between two events follows it alone."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def summary_shows(pilot: Pilot[Any], said: str, *, within: float = 3.0) -> str:
+    """The campaign's summary once it says ``said`` (the app's one-second tick repaints it), or fail."""
+    from textual.widgets import Static
+
+    text = ""
+    for _ in range(round(within / 0.05)):
+        text = str(pilot.app.screen.query_one("#campaign-summary", Static).content)
+        if said in text:
+            return text
+        await pilot.pause(0.05)
+    raise AssertionError(f"the summary never said {said!r}; it says {text!r}")
+
+
+def test_campaign_screen_counts_the_soak_down_without_a_new_event() -> None:
+    """Wave 2 soaks (30 s, counting since START + 58): the time left moves with the clock, no event needed; a
+    workload that drops out shows what the soak waits for, and that it starts over."""
+    from campaign_stream import START as AT
+
+    web = drain_events.WorkloadRef(kind="Deployment", namespace="shop", name="web")
+    events = [
+        *campaign_events(),
+        drain_events.NodeDrained(node="pool-001", evicted=3, seconds=1.0),
+        drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0),
+        campaign_ev.SoakStarted(index=2, seconds=30.0, workloads=(web,)),
+        campaign_ev.SoakCounting(index=2, until=AT + 88),
+    ]
+    clock = Clock(AT + 70)
+
+    async def connect() -> JobSource:
+        return RecordedJobs(campaign_envelopes(events), description="recorded")
+
+    app = RolloutPlusApp(connect, clock=clock)
+
+    async def run() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settled("enter")(pilot)
+            await summary_shows(pilot, "soaking wave 2: 18s left of 30s")
+            clock.now = AT + 82
+            await summary_shows(pilot, "soaking wave 2: 6s left of 30s")
+
+    asyncio.run(run())
+
+    down = drain_events.WorkloadAvailability(workload=web, available=1, desired=2)
+    events.append(drain_events.WaitingForWorkloads(workloads=(down,)))
+    app = RolloutPlusApp(connect, clock=clock)
+
+    async def dropped() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settled("enter")(pilot)
+            await summary_shows(
+                pilot, "soaking wave 2: waits for Deployment shop/web 1/2 available, then 30s (started over 1x)"
+            )
+
+    asyncio.run(dropped())

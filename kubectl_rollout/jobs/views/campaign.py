@@ -69,6 +69,11 @@ class CampaignView(drain.DrainView):
     rate_until: float | None = None
     #: the wave being soaked, and for how long
     soaking: ev.SoakStarted | None = None
+    #: when the soak ends if its workloads stay available (epoch seconds); None: not counting (it waits for a
+    #: workload to be available again, or no soak)
+    soak_until: float | None = None
+    #: times a workload became unavailable during this soak's count, which started it again
+    soak_restarts: int = 0
     hooks: tuple[ev.HookRan, ...] = ()
     campaign_finished: ev.CampaignFinished | None = None
 
@@ -144,9 +149,17 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
         held[event.node] = event.pods
         return dataclasses.replace(view, held=held)
     if isinstance(event, ev.SoakStarted):
-        return dataclasses.replace(view, soaking=event)
+        return dataclasses.replace(view, soaking=event, soak_until=None, soak_restarts=0, waiting_for=())
+    if isinstance(event, ev.SoakCounting):
+        # every workload is available again: what was waited for is not any more
+        return dataclasses.replace(view, soak_until=event.until, waiting_for=())
+    if isinstance(event, drain_events.WaitingForWorkloads) and view.soaking is not None:
+        # a workload dropped out while the soak counted: the count waits for it, then starts again
+        restarts = view.soak_restarts + (1 if view.soak_until is not None else 0)
+        return dataclasses.replace(view, soak_until=None, soak_restarts=restarts)
     if isinstance(event, ev.NodeSoaked):
-        return dataclasses.replace(_with_state(view, event.node, CampaignNodeState.SOAKED), soaking=None)
+        soaked = _with_state(view, event.node, CampaignNodeState.SOAKED)
+        return dataclasses.replace(soaked, soaking=None, soak_until=None, soak_restarts=0)
     if isinstance(event, ev.HookRan):
         view = dataclasses.replace(view, hooks=(*view.hooks, event))
         if not event.ok:
@@ -169,5 +182,5 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
     if isinstance(event, ev.WaitingForRate):
         return dataclasses.replace(view, rate_until=event.until)
     if isinstance(event, ev.CampaignFinished):
-        return dataclasses.replace(view, campaign_finished=event, soaking=None, rate_until=None)
+        return dataclasses.replace(view, campaign_finished=event, soaking=None, soak_until=None, rate_until=None)
     return view

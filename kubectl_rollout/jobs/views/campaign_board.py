@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events.drain import WorkloadAvailability
 from kubectl_rollout.jobs.views.campaign import FINISHED, CampaignNodeState, CampaignView
 from kubectl_rollout.jobs.views.pods import PodState
 
@@ -287,3 +288,35 @@ def window_now(view: CampaignView) -> WindowNow:
             # planned while closed, and no word since: closed until the next opening
             return WindowNow(state=WindowState.CLOSED, until=plan.next_opening, windows=windows)
     return WindowNow(state=WindowState.OPEN, until=closes, windows=windows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoakNow:
+    """The soak of the wave in progress: counting down, or waiting for workloads to be available (again)."""
+
+    index: int
+    #: the soak as asked (--soak)
+    seconds: float
+    #: when it ends if nothing drops out (epoch seconds); None: not counting, it waits for ``waiting``
+    until: float | None
+    #: the workloads it waits to be available (again) before it counts
+    waiting: tuple[WorkloadAvailability, ...]
+    #: times one became unavailable while it counted, which started the count again
+    restarts: int
+
+    def seconds_left(self, now: float) -> float | None:
+        return None if self.until is None else max(0.0, self.until - now)
+
+
+def soak_now(view: CampaignView) -> SoakNow | None:
+    """The wave's soak as its last events said it; None when no wave is soaking."""
+    soaking = view.soaking
+    if soaking is None or view.campaign_finished is not None:
+        return None
+    return SoakNow(
+        index=soaking.index,
+        seconds=soaking.seconds,
+        until=view.soak_until,
+        waiting=() if view.soak_until is not None else view.waiting_for,
+        restarts=view.soak_restarts,
+    )

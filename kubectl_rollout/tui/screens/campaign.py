@@ -21,11 +21,13 @@ from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
 from kubectl_rollout.jobs.views.campaign import CampaignView
 from kubectl_rollout.jobs.views.campaign_board import (
     NodeRow,
+    SoakNow,
     WaveRow,
     WindowState,
     ZoneRow,
     node_rows,
     phase_counts,
+    soak_now,
     wave_rows,
     window_now,
     zone_rows,
@@ -85,6 +87,24 @@ def zones_line(zones: list[ZoneRow], *, per_zone: bool) -> Text:
     return text
 
 
+def soak_text(soak: SoakNow, *, now: float) -> Text:
+    """`` · soaking wave 2: 12s left of 30s``, or what it waits to be available before it counts (again)."""
+    text = Text()
+    left = soak.seconds_left(now)
+    if left is not None:
+        text.append(f" · soaking wave {soak.index}: {duration(left)} left of {duration(soak.seconds)}", style="cyan")
+    else:
+        text.append(f" · soaking wave {soak.index}: waits for", style="cyan")
+        for i, wait in enumerate(soak.waiting):
+            text.append("," if i else "")
+            text.append(f" {wait.workload} {wait.available}/{wait.desired}", style="yellow")
+        text.append(" available" if soak.waiting else " its workloads", style="cyan")
+        text.append(f", then {duration(soak.seconds)}", style="cyan")
+    if soak.restarts:
+        text.append(f" (started over {soak.restarts}x)", style="yellow")
+    return text
+
+
 def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
     """The campaign in four lines at most: the wave and the budget in use, the window, the nodes by phase,
     the zones."""
@@ -103,10 +123,9 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
             text.append(f" · soak {duration(plan.soak)}")
     if view.rate_until is not None and view.campaign_finished is None:
         text.append(f" · next wave {countdown(view.rate_until, now)} (rate)", style="yellow")
-    if view.soaking is not None:
-        text.append(f" · soaking wave {view.soaking.index} ({duration(view.soaking.seconds)})", style="cyan")
-        for wait in view.waiting_for:
-            text.append(f" · {wait.workload} {wait.available}/{wait.desired} available", style="yellow")
+    soak = soak_now(view)
+    if soak is not None:
+        text.append_text(soak_text(soak, now=now))
     window = window_now(view)
     text.append("\nwindow: ", style="bold")
     if window.state is WindowState.ALWAYS:
