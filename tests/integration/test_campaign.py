@@ -552,6 +552,14 @@ def _clock(at: float) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%H:%M:%S")
 
 
+def two_windows(*, first_close: float, second_open: float) -> tuple[str, str]:
+    """Two daily windows (``--window``): one open now until ``first_close``, one from ``second_open`` on."""
+    return (
+        f"daily {_clock(time.time() - 1)}-{_clock(first_close)} UTC",
+        f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
+    )
+
+
 def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill_and_no_node_is_drained_twice(
     agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
     cluster: Cluster,
@@ -573,10 +581,7 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
             start = time.time()
             first_close = start + 8
             second_open = first_close + 20
-            windows = (
-                f"daily {_clock(start - 1)}-{_clock(first_close)} UTC",
-                f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
-            )
+            windows = two_windows(first_close=first_close, second_open=second_open)
             spec = JobSpec(
                 kind=JobKind.CAMPAIGN,
                 connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
@@ -639,10 +644,11 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
         result = campaign(
             kubeconfig,
             target,
-            "--window",
-            f"daily {_clock(start - 1)}-{_clock(first_close)} UTC",
-            "--window",
-            f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
+            *(
+                arg
+                for window in two_windows(first_close=first_close, second_open=second_open)
+                for arg in ("--window", window)
+            ),
             "--at-window-end",
             "stop",
             "--pre-hook",

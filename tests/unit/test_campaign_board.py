@@ -15,11 +15,13 @@ from kubectl_rollout.jobs.views.campaign_board import (
     NodePhase,
     SoakNow,
     WaveStatus,
+    WindowCut,
     WindowState,
     node_rows,
     phase_counts,
     soak_now,
     wave_rows,
+    window_cut,
     window_now,
     zone_rows,
 )
@@ -297,3 +299,90 @@ def test_a_waiting_soak_has_no_time_left() -> None:
     soak = soak_now(_view([*campaign_events(), *SOAK_STARTED]))
     assert soak is not None
     assert soak.seconds_left(START + 70) is None
+
+
+#: wave 2 of the recorded campaign (pool-001 held by solo, pool-004 draining) when the window closes
+CUT_FINISH = ev.WindowClosed(next_opening=START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="finish")
+CUT_STOP = ev.WindowClosed(next_opening=START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="stop")
+#: said again once the wave is through, as the job starts to sleep until the next opening
+SLEEPS = ev.WindowClosed(next_opening=START + 7200, at_window_end="stop")
+CANCELLED = drain_events.NodeDrainFailed(node="pool-001", reasons=("cancelled",), cordoned=True, pending=())
+
+
+@pytest.mark.parametrize(
+    ("tail", "cut"),
+    [
+        pytest.param([], None, id="open"),
+        pytest.param([SLEEPS], None, id="closed between waves"),
+        pytest.param(
+            [CUT_FINISH],
+            WindowCut(
+                at_window_end="finish",
+                next_opening=START + 7200,
+                finishing=("pool-001", "pool-004"),
+                stopped=(),
+                through=(),
+            ),
+            id="finish: both finish",
+        ),
+        pytest.param(
+            [CUT_FINISH, ev.NodeSkipped(node="pool-001", reason="x", uncordoned=True)],
+            WindowCut(
+                at_window_end="finish",
+                next_opening=START + 7200,
+                finishing=("pool-004",),
+                stopped=(),
+                through=("pool-001",),
+            ),
+            id="finish: one through",
+        ),
+        pytest.param(
+            [drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0), CUT_STOP],
+            WindowCut(
+                at_window_end="stop",
+                next_opening=START + 7200,
+                finishing=("pool-004",),
+                stopped=("pool-001",),
+                through=(),
+            ),
+            id="stop: the drained one soaks on, the draining one stops",
+        ),
+        pytest.param(
+            [CUT_STOP, CANCELLED, SLEEPS],
+            WindowCut(
+                at_window_end="stop",
+                next_opening=START + 7200,
+                finishing=(),
+                stopped=("pool-001", "pool-004"),
+                through=(),
+            ),
+            id="stop: its drain ended, the job sleeps",
+        ),
+        pytest.param([CUT_STOP, CANCELLED, SLEEPS, ev.WindowOpened(closes_at=START + 9000)], None, id="opened"),
+    ],
+)
+def test_what_the_windows_end_did_to_the_wave_in_progress(tail: list[Event], cut: WindowCut | None) -> None:
+    assert window_cut(_view([*campaign_events(), *tail])) == cut
+
+
+def test_a_node_the_windows_end_stopped_says_so_not_failed_and_drains_again_when_it_opens() -> None:
+    stopped = _view([*campaign_events(), CUT_STOP, CANCELLED, SLEEPS])
+    rows = {r.name: r for r in node_rows(stopped)}
+    assert rows["pool-001"].phase is NodePhase.STOPPED
+    assert rows["pool-001"].why == "stopped at the window's end: cordoned, drained first when it opens"
+    assert node_rows(stopped)[0].name == "pool-001"  # stopped before draining and waiting
+    assert window_now(stopped).state is WindowState.CLOSED
+    reopened = _view(
+        [
+            *campaign_events(),
+            CUT_STOP,
+            CANCELLED,
+            SLEEPS,
+            ev.WindowOpened(closes_at=START + 9000),
+            ev.WaveStarted(index=2, nodes=("pool-001", "pool-004")),
+            drain_events.NodeDrainStarted(node="pool-001", pods=()),
+        ]
+    )
+    again = {r.name: r for r in node_rows(reopened)}["pool-001"]
+    # draining again, its held pod asked again: not the last drain's "cancelled"
+    assert (again.phase, again.why) == (NodePhase.BLOCKED, "1 pod held by PDB shop/solo")

@@ -471,3 +471,19 @@ def test_campaign_screen_counts_the_soak_down_without_a_new_event() -> None:
             )
 
     asyncio.run(dropped())
+
+
+def test_campaign_screen_a_window_that_closed_mid_wave(snap_compare: Any) -> None:
+    """--at-window-end stop: the window closed during wave 2, pool-004 (drained) soaks on, pool-001's drain was
+    stopped: the summary says no node starts, which finishes, which stopped, and when the window opens; pool-001
+    is `stopped` (not failed) on top of the nodes."""
+    events = [
+        *campaign_events(),
+        drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0),
+        campaign_ev.WindowClosed(
+            next_opening=CAMPAIGN_START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="stop"
+        ),
+        drain_events.NodeDrainFailed(node="pool-001", reasons=("cancelled",), cordoned=True, pending=()),
+    ]
+    app = app_acting_on(campaign_envelopes(events), clock=CAMPAIGN_START + 70, can_act=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settled("enter"))
