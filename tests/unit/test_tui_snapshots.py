@@ -32,6 +32,7 @@ from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
+from kubectl_rollout.jobs.views.campaign_board import SoakNow
 from kubectl_rollout.tui.app import RolloutPlusApp
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.recorded_jobs import RecordedJobs
@@ -487,3 +488,40 @@ def test_campaign_screen_a_window_that_closed_mid_wave(snap_compare: Any) -> Non
     ]
     app = app_acting_on(campaign_envelopes(events), clock=CAMPAIGN_START + 70, can_act=True)
     assert snap_compare(app, terminal_size=(80, 24), run_before=settled("enter"))
+
+
+@pytest.mark.parametrize(
+    ("soak", "said"),
+    [
+        pytest.param(
+            SoakNow(index=2, seconds=30.0, until=CAMPAIGN_START + 88, waiting=(), restarts=0),
+            " · soaking wave 2: 18s left of 30s",
+            id="counting",
+        ),
+        pytest.param(
+            SoakNow(index=2, seconds=30.0, until=None, waiting=(), restarts=0),
+            " · soaking wave 2: waits for its workloads, then 30s",
+            id="not counting yet",
+        ),
+        pytest.param(
+            SoakNow(index=2, seconds=0.0, until=None, waiting=(), restarts=0),
+            " · soaking wave 2: waits for its workloads",
+            id="no --soak: only the wait for availability",
+        ),
+        pytest.param(
+            SoakNow(
+                index=3,
+                seconds=120.0,
+                until=CAMPAIGN_START + 100,
+                waiting=(),
+                restarts=2,
+            ),
+            " · soaking wave 3: 30s left of 2m00s (started over 2x)",
+            id="counting again after two drop-outs",
+        ),
+    ],
+)
+def test_the_soak_as_the_summary_says_it(soak: SoakNow, said: str) -> None:
+    from kubectl_rollout.tui.screens.campaign import soak_text
+
+    assert soak_text(soak, now=CAMPAIGN_START + 70).plain == said

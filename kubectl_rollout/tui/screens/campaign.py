@@ -101,7 +101,8 @@ def soak_text(soak: SoakNow, *, now: float) -> Text:
             text.append("," if i else "")
             text.append(f" {wait.workload} {wait.available}/{wait.desired}", style="yellow")
         text.append(" available" if soak.waiting else " its workloads", style="cyan")
-        text.append(f", then {duration(soak.seconds)}", style="cyan")
+        if soak.seconds:  # without --soak the wave only waits for its workloads to be available again
+            text.append(f", then {duration(soak.seconds)}", style="cyan")
     if soak.restarts:
         text.append(f" (started over {soak.restarts}x)", style="yellow")
     return text
