@@ -481,6 +481,11 @@ class CampaignEngine:
                 if workload is not None:
                     workloads.add(workload)
         self.emit(ev.SoakStarted(index=index, seconds=self.job.soak, workloads=tuple(sorted(workloads))))
+
+        def counting() -> None:
+            if self.job.soak:
+                self.emit(ev.SoakCounting(index=index, until=time.time() + self.job.soak))
+
         if workloads:
             left = wait_until_available(
                 self.cluster,
@@ -489,11 +494,14 @@ class CampaignEngine:
                 cancel=self.cancel,
                 on_waiting=lambda states: self.emit(WaitingForWorkloads(workloads=tuple(states))),
                 stay_available_for=self.job.soak,
+                on_steady=counting,
             )
             if left and not self.cancel.is_set():
                 raise DrainError(f"workloads still not available after wave {index}: {', '.join(map(str, left))}")
-        elif self.job.soak and not self._sleep_until(time.time() + self.job.soak):
-            return
+        elif self.job.soak:
+            counting()
+            if not self._sleep_until(time.time() + self.job.soak):
+                return
         if self.cancel.is_set():
             return
         seconds = round(time.monotonic() - started, 3)

@@ -87,9 +87,11 @@ def wait_until_available(
     cancel: threading.Event | None,
     on_waiting: Callable[[list[WorkloadAvailability]], None],
     stay_available_for: float = 0.0,
+    on_steady: Callable[[], None] | None = None,
 ) -> list[WorkloadAvailability]:
     """Block until every workload is fully available (or deleted), and has stayed so for
     ``stay_available_for`` seconds (a campaign's soak: a workload that drops out starts the count again).
+    ``on_steady`` is called each time that count starts (so a screen can count down with it).
 
     Returns the descriptions of those still unavailable when the timeout or a
     cancel ended the wait; an empty list on success.
@@ -122,7 +124,10 @@ def wait_until_available(
         while True:
             now = time.monotonic()
             if not waiting:
-                steady_since = now if steady_since is None else steady_since
+                if steady_since is None:
+                    steady_since = now
+                    if on_steady is not None:
+                        on_steady()
                 if now - steady_since >= stay_available_for:
                     return []
             remaining = None if deadline is None else deadline - now

@@ -306,6 +306,14 @@ def rotate_pool(
         assert not fresh.spec.unschedulable
         assert out.cordoned_at[name], f"{name} was never cordoned"
     assert all_available(cluster, namespace) == {name: (r, r) for name, r in wanted.items()}
+    # the soak's count the screen draws: each wave's starts (again) once its workloads are available, it lasts
+    # the soak, and its nodes are soaked no earlier than its last count said
+    counting: dict[int, dict[str, Any]] = {e["index"]: e for e in by_type(result, "SoakCounting")}
+    assert set(counting) == {w["index"] for w in planned["waves"]}
+    for count in counting.values():
+        assert count["until"] - stamp(count) == pytest.approx(1.0, abs=0.05), count
+    for soaked in by_type(result, "NodeSoaked"):
+        assert stamp(soaked) >= counting[soaked["index"]]["until"] - 0.01, soaked
     hooks = by_type(result, "HookRan")
     assert len(hooks) == pool.nodes
     assert all(h["exit_code"] == 0 and h["hook"] == "post" for h in hooks)
@@ -544,6 +552,14 @@ def _clock(at: float) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%H:%M:%S")
 
 
+def two_windows(*, first_close: float, second_open: float) -> tuple[str, str]:
+    """Two daily windows (``--window``): one open now until ``first_close``, one from ``second_open`` on."""
+    return (
+        f"daily {_clock(time.time() - 1)}-{_clock(first_close)} UTC",
+        f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
+    )
+
+
 def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill_and_no_node_is_drained_twice(
     agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
     cluster: Cluster,
@@ -565,10 +581,7 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
             start = time.time()
             first_close = start + 8
             second_open = first_close + 20
-            windows = (
-                f"daily {_clock(start - 1)}-{_clock(first_close)} UTC",
-                f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
-            )
+            windows = two_windows(first_close=first_close, second_open=second_open)
             spec = JobSpec(
                 kind=JobKind.CAMPAIGN,
                 connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
@@ -631,10 +644,11 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
         result = campaign(
             kubeconfig,
             target,
-            "--window",
-            f"daily {_clock(start - 1)}-{_clock(first_close)} UTC",
-            "--window",
-            f"daily {_clock(second_open)}-{_clock(second_open + 600)} UTC",
+            *(
+                arg
+                for window in two_windows(first_close=first_close, second_open=second_open)
+                for arg in ("--window", window)
+            ),
             "--at-window-end",
             "stop",
             "--pre-hook",

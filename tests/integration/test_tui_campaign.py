@@ -3,19 +3,24 @@
 Three kwok nodes in three zones, one node at a time; the first node holds the one pod of Deployment ``solo``
 behind a PDB ``minAvailable: 1``, so the first wave waits for it. The screen must show the waves (the first
 current, the others to come), the node blocked first, and the blocker panel naming ``solo``; ``p`` pauses the
-campaign in the agent, ``c`` (confirmed) cancels it, and ``--readonly`` refuses both. What the cluster did is
-checked by watches: the nodes out at once (``NodesOut``) and solo's healthy pods (``HealthyPods``).
+campaign in the agent, ``c`` (confirmed) cancels it, and ``--readonly`` refuses both. A window that closes
+while a node drains: the screen says no node starts, which node finishes or was stopped, and when it opens.
+What the cluster did is checked by watches: the nodes out at once (``NodesOut``) and the healthy pods
+(``HealthyPods``).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import manifests
+import pytest
 from cluster_setup import deploy
 from integration.test_agent import agent_dir
-from integration.test_campaign import ZONES, NodesOut
-from integration.test_drain import add_pdb
+from integration.test_campaign import ZONES, NodesOut, two_windows
+from integration.test_drain import add_pdb, only_schedulable, pods_on
 from integration.test_tui import SIZE, column, on_a_loop, until
 from invariants import HealthyPods
 from textual.pilot import Pilot
@@ -23,7 +28,7 @@ from textual.pilot import Pilot
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.campaign.order import ZONE_LABEL
-from kubectl_rollout.jobs.spec import CampaignJob, Connection, JobKind, JobSpec, NodeOrder
+from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, DrainOptions, JobKind, JobSpec, NodeOrder
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.tui.app import RolloutPlusApp, agent_connect
 from kubectl_rollout.tui.screens.campaign import CampaignScreen
@@ -187,3 +192,93 @@ async def test_readonly_refuses_to_steer_the_campaign_and_c_confirmed_cancels_it
     assert cluster.core.read_node(first).spec.unschedulable
     (solo,) = cluster.core.list_namespaced_pod(namespace, label_selector="app=solo").items
     assert solo.spec.node_name == first
+
+
+def _summary(screen: CampaignScreen) -> str:
+    return " ".join(screen.query_one("#campaign-summary").render().plain.split())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("at_window_end", [AtWindowEnd.STOP, AtWindowEnd.FINISH])
+@on_a_loop
+async def test_a_window_that_closes_mid_wave_shows_what_finishes_what_stopped_and_when_it_opens(
+    agent_dir: AgentPaths,
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+    at_window_end: AtWindowEnd,
+) -> None:
+    target, spare = dedicated_nodes(2)
+    # Six pods behind maxUnavailable 1, each replacement Ready 4 s after it starts: 20 s and more to drain the
+    # node, so the first window (12 s) ends mid-drain. The spare
+    # node comes second, so the campaign has a wave to wait for the next window with.
+    with only_schedulable(cluster, target, [spare]):
+        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "4s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=6, max_unavailable=1)
+    stop = at_window_end is AtWindowEnd.STOP
+    healthy = HealthyPods(cluster, namespace).start()
+    out = NodesOut(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:  # the agent is up before the clock of the windows starts
+            first_close = time.time() + 12
+            # a gap long enough for a loaded machine's screen to show it, and, finishing, for the drain to end in it
+            second_open = first_close + 30
+            campaign = CampaignJob(
+                nodes=(target, spare),
+                budget="1",
+                order=NodeOrder.GIVEN,
+                windows=two_windows(first_close=first_close, second_open=second_open),
+                at_window_end=at_window_end,
+                drain=DrainOptions(timeout=0),
+            )
+            connection = Connection(kubeconfig=(str(kubeconfig),), namespace=namespace)
+            job_id = agent.submit(JobSpec(kind=JobKind.CAMPAIGN, connection=connection, campaign=campaign)).id
+        app = RolloutPlusApp(agent_connect(), open_job=job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _campaign_screen(pilot, app)
+            nodes = screen.query_one("#campaign-nodes", LiveTable)
+            await until(pilot, lambda: column(nodes, "STATE").get(target) == "draining", what="the drain", timeout=30)
+            assert out.cordoned_at[target][0] < first_close, "the wave started after the window: too slow a machine"
+            try:
+                await until(pilot, lambda: "closed mid-wave" in _summary(screen), what="the window's end", timeout=30)
+            except AssertionError as err:
+                raise AssertionError(f"{err}: the summary says {_summary(screen)!r}; {column(nodes, 'STATE')}") from err
+            said = _summary(screen)
+            assert time.time() >= first_close - 1, said
+            assert "window: closed, opens in" in said, said
+            assert "closed mid-wave: no new node starts" in said, said
+            if stop:
+                await until(pilot, lambda: column(nodes, "STATE")[target] == "stopped", what="stopped", timeout=10)
+                said = _summary(screen)
+                assert f"stopped {target} (cordoned, drained first when it opens)" in said, said
+                assert "drained first when it opens" in column(nodes, "WHY")[target]
+                # as the cluster has it: cordoned still, some of web's pods on it (the drain was cut)
+                assert cluster.core.read_node(target).spec.unschedulable
+                assert any(p.metadata.namespace == namespace for p in pods_on(cluster, target))
+                assert time.time() < second_open, "the window opened before the screen was read: too slow a machine"
+            else:
+                assert f"finishing {target}" in said, said
+                await until(
+                    pilot,
+                    lambda: "the wave it cut is through" in _summary(screen),
+                    what="the wave through while closed",
+                    timeout=60,
+                )
+                # as the cluster has it, inside the gap: the node drained of web's pods
+                assert time.time() < second_open, "the window opened before the drain ended: too slow a machine"
+                assert not any(p.metadata.namespace == namespace for p in pods_on(cluster, target))
+            await until(
+                pilot, lambda: app.store.view(job_id).finished is not None, what="the campaign's end", timeout=90
+            )
+            assert column(nodes, "STATE") == {target: "done", spare: "done"}
+            assert "closed mid-wave" not in _summary(screen)
+        healthy.settle({"web": 6}, timeout=60)
+    finally:
+        out.stop()
+        minimum = healthy.stop()
+    assert _agent_job(job_id).state == "succeeded"
+    # each node cordoned once (the target across the gap), uncordoned at the end; web never below its PDB's minimum
+    assert {n: len(out.cordoned_at[n]) for n in (target, spare)} == {target: 1, spare: 1}
+    assert out.most_out == 1
+    assert not any(cluster.core.read_node(n).spec.unschedulable for n in (target, spare))
+    assert minimum["web"] >= 5, minimum

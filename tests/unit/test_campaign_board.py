@@ -13,11 +13,15 @@ from kubectl_rollout.jobs.views.blockers import pdb_blocks
 from kubectl_rollout.jobs.views.campaign import CampaignView
 from kubectl_rollout.jobs.views.campaign_board import (
     NodePhase,
+    SoakNow,
     WaveStatus,
+    WindowCut,
     WindowState,
     node_rows,
     phase_counts,
+    soak_now,
     wave_rows,
+    window_cut,
     window_now,
     zone_rows,
 )
@@ -208,3 +212,177 @@ def test_the_blocker_advice_names_the_campaigns_way_to_a_surge(on_blocked: str, 
     (block,) = pdb_blocks(view.pods, view.pdb_pods, surge=view.owner_facts)
     assert block.surge.startswith(said), block.surge
     assert "kubectl -n shop scale deployment/solo --replicas=2" in block.unblock
+
+
+WEB = drain_events.WorkloadRef(kind="Deployment", namespace="shop", name="web")
+WEB_DOWN = drain_events.WorkloadAvailability(workload=WEB, available=1, desired=2)
+#: wave 2 of the recorded campaign drained, its soak of 30 s asked for
+SOAK_STARTED: list[Event] = [
+    drain_events.NodeDrained(node="pool-001", evicted=3, seconds=1.0),
+    drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0),
+    ev.SoakStarted(index=2, seconds=30.0, workloads=(WEB,)),
+]
+#: counting since START + 50, then web dropped out
+COUNTED_THEN_DROPPED: list[Event] = [
+    *SOAK_STARTED,
+    ev.SoakCounting(index=2, until=START + 80),
+    drain_events.WaitingForWorkloads(workloads=(WEB_DOWN,)),
+]
+
+
+@pytest.mark.parametrize(
+    ("tail", "soak"),
+    [
+        pytest.param([], None, id="no wave soaking"),
+        pytest.param(
+            SOAK_STARTED, SoakNow(index=2, seconds=30.0, until=None, waiting=(), restarts=0), id="started, not counting"
+        ),
+        pytest.param(
+            [*SOAK_STARTED, drain_events.WaitingForWorkloads(workloads=(WEB_DOWN,))],
+            SoakNow(index=2, seconds=30.0, until=None, waiting=(WEB_DOWN,), restarts=0),
+            id="waits for a workload before it counts",
+        ),
+        pytest.param(
+            [
+                *SOAK_STARTED,
+                drain_events.WaitingForWorkloads(workloads=(WEB_DOWN,)),
+                ev.SoakCounting(index=2, until=START + 88),
+            ],
+            SoakNow(index=2, seconds=30.0, until=START + 88, waiting=(), restarts=0),
+            id="counting once it is available",
+        ),
+        pytest.param(
+            COUNTED_THEN_DROPPED,
+            SoakNow(index=2, seconds=30.0, until=None, waiting=(WEB_DOWN,), restarts=1),
+            id="a workload dropped out: the count waits for it",
+        ),
+        pytest.param(
+            [*COUNTED_THEN_DROPPED, ev.SoakCounting(index=2, until=START + 99)],
+            SoakNow(index=2, seconds=30.0, until=START + 99, waiting=(), restarts=1),
+            id="back: the count starts over",
+        ),
+        pytest.param(
+            [
+                *SOAK_STARTED,
+                ev.SoakCounting(index=2, until=START + 80),
+                ev.NodeSoaked(node="pool-001", index=2, seconds=31.0),
+            ],
+            None,
+            id="soaked",
+        ),
+        pytest.param(
+            [*SOAK_STARTED, ev.SoakCounting(index=2, until=START + 80), ev.CampaignFinished(done=(), stopped="x")],
+            None,
+            id="the campaign ended",
+        ),
+    ],
+)
+def test_the_soak_now(tail: list[Event], soak: SoakNow | None) -> None:
+    assert soak_now(_view([*campaign_events(), *tail])) == soak
+
+
+@pytest.mark.parametrize(
+    ("now", "left"),
+    [
+        pytest.param(START + 70, 18.0, id="18 s left"),
+        pytest.param(START + 88, 0.0, id="due"),
+        pytest.param(START + 95, 0.0, id="past: never below zero"),
+    ],
+)
+def test_the_soaks_time_left_follows_the_clock(now: float, left: float) -> None:
+    soak = soak_now(_view([*campaign_events(), *SOAK_STARTED, ev.SoakCounting(index=2, until=START + 88)]))
+    assert soak is not None
+    assert soak.seconds_left(now) == left
+
+
+def test_a_waiting_soak_has_no_time_left() -> None:
+    soak = soak_now(_view([*campaign_events(), *SOAK_STARTED]))
+    assert soak is not None
+    assert soak.seconds_left(START + 70) is None
+
+
+#: wave 2 of the recorded campaign (pool-001 held by solo, pool-004 draining) when the window closes
+CUT_FINISH = ev.WindowClosed(next_opening=START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="finish")
+CUT_STOP = ev.WindowClosed(next_opening=START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="stop")
+#: said again once the wave is through, as the job starts to sleep until the next opening
+SLEEPS = ev.WindowClosed(next_opening=START + 7200, at_window_end="stop")
+CANCELLED = drain_events.NodeDrainFailed(node="pool-001", reasons=("cancelled",), cordoned=True, pending=())
+
+
+@pytest.mark.parametrize(
+    ("tail", "cut"),
+    [
+        pytest.param([], None, id="open"),
+        pytest.param([SLEEPS], None, id="closed between waves"),
+        pytest.param(
+            [CUT_FINISH],
+            WindowCut(
+                at_window_end="finish",
+                next_opening=START + 7200,
+                finishing=("pool-001", "pool-004"),
+                stopped=(),
+                through=(),
+            ),
+            id="finish: both finish",
+        ),
+        pytest.param(
+            [CUT_FINISH, ev.NodeSkipped(node="pool-001", reason="x", uncordoned=True)],
+            WindowCut(
+                at_window_end="finish",
+                next_opening=START + 7200,
+                finishing=("pool-004",),
+                stopped=(),
+                through=("pool-001",),
+            ),
+            id="finish: one through",
+        ),
+        pytest.param(
+            [drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0), CUT_STOP],
+            WindowCut(
+                at_window_end="stop",
+                next_opening=START + 7200,
+                finishing=("pool-004",),
+                stopped=("pool-001",),
+                through=(),
+            ),
+            id="stop: the drained one soaks on, the draining one stops",
+        ),
+        pytest.param(
+            [CUT_STOP, CANCELLED, SLEEPS],
+            WindowCut(
+                at_window_end="stop",
+                next_opening=START + 7200,
+                finishing=(),
+                stopped=("pool-001", "pool-004"),
+                through=(),
+            ),
+            id="stop: its drain ended, the job sleeps",
+        ),
+        pytest.param([CUT_STOP, CANCELLED, SLEEPS, ev.WindowOpened(closes_at=START + 9000)], None, id="opened"),
+    ],
+)
+def test_what_the_windows_end_did_to_the_wave_in_progress(tail: list[Event], cut: WindowCut | None) -> None:
+    assert window_cut(_view([*campaign_events(), *tail])) == cut
+
+
+def test_a_node_the_windows_end_stopped_says_so_not_failed_and_drains_again_when_it_opens() -> None:
+    stopped = _view([*campaign_events(), CUT_STOP, CANCELLED, SLEEPS])
+    rows = {r.name: r for r in node_rows(stopped)}
+    assert rows["pool-001"].phase is NodePhase.STOPPED
+    assert rows["pool-001"].why == "stopped at the window's end: cordoned, drained first when it opens"
+    assert node_rows(stopped)[0].name == "pool-001"  # stopped before draining and waiting
+    assert window_now(stopped).state is WindowState.CLOSED
+    reopened = _view(
+        [
+            *campaign_events(),
+            CUT_STOP,
+            CANCELLED,
+            SLEEPS,
+            ev.WindowOpened(closes_at=START + 9000),
+            ev.WaveStarted(index=2, nodes=("pool-001", "pool-004")),
+            drain_events.NodeDrainStarted(node="pool-001", pods=()),
+        ]
+    )
+    again = {r.name: r for r in node_rows(reopened)}["pool-001"]
+    # draining again, its held pod asked again: not the last drain's "cancelled"
+    assert (again.phase, again.why) == (NodePhase.BLOCKED, "1 pod held by PDB shop/solo")

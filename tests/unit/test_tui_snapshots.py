@@ -27,10 +27,12 @@ from textual.pilot import Pilot
 
 from kubectl_rollout.agent.protocol import JobInfo
 from kubectl_rollout.jobs.cluster_rows import PodRow, ReplicaSetPods
+from kubectl_rollout.jobs.events import campaign as campaign_ev
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope, PodRef
 from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
+from kubectl_rollout.jobs.views.campaign_board import SoakNow
 from kubectl_rollout.tui.app import RolloutPlusApp
 from kubectl_rollout.tui.job_source import JobSource
 from kubectl_rollout.tui.recorded_jobs import RecordedJobs
@@ -404,3 +406,122 @@ def test_the_canary_keys_that_apply() -> None:
             assert allowed == {"promote": True, "promote_full": True, "abort": True, "retry": False}
 
     asyncio.run(run())
+
+
+class Clock:
+    """A clock a test moves by hand: what the screen shows between two events follows it alone."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def summary_shows(pilot: Pilot[Any], said: str, *, within: float = 3.0) -> str:
+    """The campaign's summary once it says ``said`` (the app's one-second tick repaints it), or fail."""
+    from textual.widgets import Static
+
+    text = ""
+    for _ in range(round(within / 0.05)):
+        text = str(pilot.app.screen.query_one("#campaign-summary", Static).content)
+        if said in text:
+            return text
+        await pilot.pause(0.05)
+    raise AssertionError(f"the summary never said {said!r}; it says {text!r}")
+
+
+def test_campaign_screen_counts_the_soak_down_without_a_new_event() -> None:
+    """Wave 2 soaks (30 s, counting since START + 58): the time left moves with the clock, no event needed; a
+    workload that drops out shows what the soak waits for, and that it starts over."""
+    from campaign_stream import START as AT
+
+    web = drain_events.WorkloadRef(kind="Deployment", namespace="shop", name="web")
+    events = [
+        *campaign_events(),
+        drain_events.NodeDrained(node="pool-001", evicted=3, seconds=1.0),
+        drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0),
+        campaign_ev.SoakStarted(index=2, seconds=30.0, workloads=(web,)),
+        campaign_ev.SoakCounting(index=2, until=AT + 88),
+    ]
+    clock = Clock(AT + 70)
+
+    async def connect() -> JobSource:
+        return RecordedJobs(campaign_envelopes(events), description="recorded")
+
+    app = RolloutPlusApp(connect, clock=clock)
+
+    async def run() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settled("enter")(pilot)
+            await summary_shows(pilot, "soaking wave 2: 18s left of 30s")
+            clock.now = AT + 82
+            await summary_shows(pilot, "soaking wave 2: 6s left of 30s")
+
+    asyncio.run(run())
+
+    down = drain_events.WorkloadAvailability(workload=web, available=1, desired=2)
+    events.append(drain_events.WaitingForWorkloads(workloads=(down,)))
+    app = RolloutPlusApp(connect, clock=clock)
+
+    async def dropped() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settled("enter")(pilot)
+            await summary_shows(
+                pilot, "soaking wave 2: waits for Deployment shop/web 1/2 available, then 30s (started over 1x)"
+            )
+
+    asyncio.run(dropped())
+
+
+def test_campaign_screen_a_window_that_closed_mid_wave(snap_compare: Any) -> None:
+    """--at-window-end stop: the window closed during wave 2, pool-004 (drained) soaks on, pool-001's drain was
+    stopped: the summary says no node starts, which finishes, which stopped, and when the window opens; pool-001
+    is `stopped` (not failed) on top of the nodes."""
+    events = [
+        *campaign_events(),
+        drain_events.NodeDrained(node="pool-004", evicted=3, seconds=1.0),
+        campaign_ev.WindowClosed(
+            next_opening=CAMPAIGN_START + 7200, in_progress=("pool-001", "pool-004"), at_window_end="stop"
+        ),
+        drain_events.NodeDrainFailed(node="pool-001", reasons=("cancelled",), cordoned=True, pending=()),
+    ]
+    app = app_acting_on(campaign_envelopes(events), clock=CAMPAIGN_START + 70, can_act=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settled("enter"))
+
+
+@pytest.mark.parametrize(
+    ("soak", "said"),
+    [
+        pytest.param(
+            SoakNow(index=2, seconds=30.0, until=CAMPAIGN_START + 88, waiting=(), restarts=0),
+            " · soaking wave 2: 18s left of 30s",
+            id="counting",
+        ),
+        pytest.param(
+            SoakNow(index=2, seconds=30.0, until=None, waiting=(), restarts=0),
+            " · soaking wave 2: waits for its workloads, then 30s",
+            id="not counting yet",
+        ),
+        pytest.param(
+            SoakNow(index=2, seconds=0.0, until=None, waiting=(), restarts=0),
+            " · soaking wave 2: waits for its workloads",
+            id="no --soak: only the wait for availability",
+        ),
+        pytest.param(
+            SoakNow(
+                index=3,
+                seconds=120.0,
+                until=CAMPAIGN_START + 100,
+                waiting=(),
+                restarts=2,
+            ),
+            " · soaking wave 3: 30s left of 2m00s (started over 2x)",
+            id="counting again after two drop-outs",
+        ),
+    ],
+)
+def test_the_soak_as_the_summary_says_it(soak: SoakNow, said: str) -> None:
+    from kubectl_rollout.tui.screens.campaign import soak_text
+
+    assert soak_text(soak, now=CAMPAIGN_START + 70).plain == said

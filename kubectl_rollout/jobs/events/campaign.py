@@ -144,6 +144,17 @@ class SoakStarted(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SoakCounting(Event):
+    """The wave's workloads are all available: the soak counts from now and ends at ``until`` (epoch seconds),
+    unless one becomes unavailable first (a ``WaitingForWorkloads``; the count starts again once it is back)."""
+
+    TYPE = "SoakCounting"
+
+    index: int
+    until: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeSoaked(Event):
     TYPE = "NodeSoaked"
 

@@ -63,12 +63,20 @@ class CampaignView(drain.DrainView):
     #: the window is closed: no node starts before this time (epoch seconds); None: open (or no window)
     closed_until: float | None = None
     window_closed: bool = False
+    #: the window closed while a wave was in progress (its ``in_progress`` nodes finish or stop); None once it
+    #: opens again
+    window_cut: ev.WindowClosed | None = None
     #: when the open window closes (epoch seconds); None: no window, or closed
     window_closes_at: float | None = None
     #: the next wave waits for --rate until then
     rate_until: float | None = None
     #: the wave being soaked, and for how long
     soaking: ev.SoakStarted | None = None
+    #: when the soak ends if its workloads stay available (epoch seconds); None: not counting (it waits for a
+    #: workload to be available again, or no soak)
+    soak_until: float | None = None
+    #: times a workload became unavailable during this soak's count, which started it again
+    soak_restarts: int = 0
     hooks: tuple[ev.HookRan, ...] = ()
     campaign_finished: ev.CampaignFinished | None = None
 
@@ -118,6 +126,17 @@ def _with_state(view: CampaignView, node: str, state: CampaignNodeState, why: st
     return dataclasses.replace(view, states=states, why=reasons)
 
 
+def _without_why(view: CampaignView, node: str) -> CampaignView:
+    drained = view.nodes.get(node)
+    if node not in view.why and (drained is None or not drained.reasons):
+        return view
+    reasons = {name: why for name, why in view.why.items() if name != node}
+    nodes = dict(view.nodes)
+    if drained is not None:
+        nodes[node] = dataclasses.replace(drained, reasons=())
+    return dataclasses.replace(view, why=reasons, nodes=nodes)
+
+
 def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
     if isinstance(event, ev.CampaignPlanned):
         states = dict(view.states)
@@ -134,6 +153,8 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
     if isinstance(event, drain_events.NodeCordoned) and event.node in view.states:
         return _with_state(view, event.node, CampaignNodeState.CORDONED)
     if isinstance(event, drain_events.NodeDrainStarted) and event.node in view.states:
+        # drained again (a wave the window's end stopped goes on): why its last drain ended is past
+        view = _without_why(view, event.node)
         return _with_state(view, event.node, CampaignNodeState.DRAINING)
     if isinstance(event, drain_events.NodeDrained) and event.node in view.states:
         return _with_state(view, event.node, CampaignNodeState.DRAINED)
@@ -144,9 +165,17 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
         held[event.node] = event.pods
         return dataclasses.replace(view, held=held)
     if isinstance(event, ev.SoakStarted):
-        return dataclasses.replace(view, soaking=event)
+        return dataclasses.replace(view, soaking=event, soak_until=None, soak_restarts=0, waiting_for=())
+    if isinstance(event, ev.SoakCounting):
+        # every workload is available again: what was waited for is not any more
+        return dataclasses.replace(view, soak_until=event.until, waiting_for=())
+    if isinstance(event, drain_events.WaitingForWorkloads) and view.soaking is not None:
+        # a workload dropped out while the soak counted: the count waits for it, then starts again
+        restarts = view.soak_restarts + (1 if view.soak_until is not None else 0)
+        return dataclasses.replace(view, soak_until=None, soak_restarts=restarts)
     if isinstance(event, ev.NodeSoaked):
-        return dataclasses.replace(_with_state(view, event.node, CampaignNodeState.SOAKED), soaking=None)
+        soaked = _with_state(view, event.node, CampaignNodeState.SOAKED)
+        return dataclasses.replace(soaked, soaking=None, soak_until=None, soak_restarts=0)
     if isinstance(event, ev.HookRan):
         view = dataclasses.replace(view, hooks=(*view.hooks, event))
         if not event.ok:
@@ -163,11 +192,17 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
     if isinstance(event, ev.NodeKept):
         return _with_state(view, event.node, CampaignNodeState.KEPT, event.reason)
     if isinstance(event, ev.WindowClosed):
-        return dataclasses.replace(view, window_closed=True, closed_until=event.next_opening, window_closes_at=None)
+        # Closed mid-wave, then said again once the wave is through: the first names what was in progress.
+        cut = event if event.in_progress else view.window_cut
+        return dataclasses.replace(
+            view, window_closed=True, closed_until=event.next_opening, window_closes_at=None, window_cut=cut
+        )
     if isinstance(event, ev.WindowOpened):
-        return dataclasses.replace(view, window_closed=False, closed_until=None, window_closes_at=event.closes_at)
+        return dataclasses.replace(
+            view, window_closed=False, closed_until=None, window_closes_at=event.closes_at, window_cut=None
+        )
     if isinstance(event, ev.WaitingForRate):
         return dataclasses.replace(view, rate_until=event.until)
     if isinstance(event, ev.CampaignFinished):
-        return dataclasses.replace(view, campaign_finished=event, soaking=None, rate_until=None)
+        return dataclasses.replace(view, campaign_finished=event, soaking=None, soak_until=None, rate_until=None)
     return view

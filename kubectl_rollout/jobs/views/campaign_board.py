@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events.drain import WorkloadAvailability
 from kubectl_rollout.jobs.views.campaign import FINISHED, CampaignNodeState, CampaignView
 from kubectl_rollout.jobs.views.pods import PodState
 
@@ -24,6 +25,8 @@ class NodePhase(enum.StrEnum):
     FAILED = "failed"
     #: --on-blocked keep: left cordoned and labelled for a person
     KEPT = "kept"
+    #: --at-window-end stop: its drain stopped when the window closed; cordoned still, drained first when it opens
+    STOPPED = "stopped"
     DRAINING = "draining"
     CORDONED = "cordoned"
     #: drained; its wave's workloads are being soaked
@@ -104,8 +107,25 @@ def _planned(view: CampaignView) -> dict[str, tuple[int, ev.PlannedNode]]:
     return {node.name: (wave.index, node) for wave in plan.waves for node in wave.nodes}
 
 
+#: the states of a node whose drain the window's end stops (--at-window-end stop); one drained already soaks and
+#: is handed to its after-hook still
+_STOPPABLE = frozenset({CampaignNodeState.CORDONED, CampaignNodeState.DRAINING, CampaignNodeState.FAILED})
+
+
+def _stopped_at_window_end(view: CampaignView, node: str) -> bool:
+    cut = view.window_cut
+    return (
+        cut is not None
+        and cut.at_window_end == "stop"
+        and node in cut.in_progress
+        and view.states.get(node, CampaignNodeState.PENDING) in _STOPPABLE
+    )
+
+
 def phase_of(view: CampaignView, node: str, *, blocked: int) -> NodePhase:
     """``node``'s phase: ``blocked`` of its pods a PDB holds now."""
+    if _stopped_at_window_end(view, node):
+        return NodePhase.STOPPED
     state = view.states.get(node, CampaignNodeState.PENDING)
     if state is CampaignNodeState.DRAINING and blocked:
         return NodePhase.BLOCKED
@@ -126,6 +146,9 @@ def node_rows(view: CampaignView) -> list[NodeRow]:
         wave, plan = planned.get(name, (0, None))
         drain_node = view.nodes.get(name)
         why = view.why.get(name, "")
+        if _stopped_at_window_end(view, name):
+            # not the drain's "cancelled": the node is not failed, it goes on first at the next window
+            why = "stopped at the window's end: cordoned, drained first when it opens"
         if not why and drain_node is not None and drain_node.reasons:
             why = "; ".join(drain_node.reasons)
         if not why and pods.blocked:
@@ -287,3 +310,80 @@ def window_now(view: CampaignView) -> WindowNow:
             # planned while closed, and no word since: closed until the next opening
             return WindowNow(state=WindowState.CLOSED, until=plan.next_opening, windows=windows)
     return WindowNow(state=WindowState.OPEN, until=closes, windows=windows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoakNow:
+    """The soak of the wave in progress: counting down, or waiting for workloads to be available (again)."""
+
+    index: int
+    #: the soak as asked (--soak)
+    seconds: float
+    #: when it ends if nothing drops out (epoch seconds); None: not counting, it waits for ``waiting``
+    until: float | None
+    #: the workloads it waits to be available (again) before it counts
+    waiting: tuple[WorkloadAvailability, ...]
+    #: times one became unavailable while it counted, which started the count again
+    restarts: int
+
+    def seconds_left(self, now: float) -> float | None:
+        return None if self.until is None else max(0.0, self.until - now)
+
+
+def soak_now(view: CampaignView) -> SoakNow | None:
+    """The wave's soak as its last events said it; None when no wave is soaking."""
+    soaking = view.soaking
+    if soaking is None or view.campaign_finished is not None:
+        return None
+    return SoakNow(
+        index=soaking.index,
+        seconds=soaking.seconds,
+        until=view.soak_until,
+        waiting=() if view.soak_until is not None else view.waiting_for,
+        restarts=view.soak_restarts,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowCut:
+    """The window closed while a wave was in progress: no new node starts before ``next_opening``; the nodes in
+    progress finish (``--at-window-end finish``; under ``stop``, those drained already) or stop."""
+
+    at_window_end: str
+    #: epoch seconds; None: no opening within a week
+    next_opening: float | None
+    #: in progress at the window's end and not through yet: draining, soaking, their after-hooks
+    finishing: tuple[str, ...]
+    #: their drains stopped: cordoned still, drained first at the next window
+    stopped: tuple[str, ...]
+    #: in progress at the window's end, through since (done, skipped, kept, or failed)
+    through: tuple[str, ...]
+
+    def seconds_to_opening(self, now: float) -> float | None:
+        return None if self.next_opening is None else max(0.0, self.next_opening - now)
+
+
+def window_cut(view: CampaignView) -> WindowCut | None:
+    """What the window's end did to the wave in progress, until the window opens again; None when it closed
+    between waves (or is open)."""
+    cut = view.window_cut
+    if cut is None or view.campaign_finished is not None:
+        return None
+    finishing: list[str] = []
+    stopped: list[str] = []
+    through: list[str] = []
+    for node in cut.in_progress:
+        state = view.states.get(node, CampaignNodeState.PENDING)
+        if _stopped_at_window_end(view, node):
+            stopped.append(node)
+        elif state in FINISHED or state is CampaignNodeState.FAILED:
+            through.append(node)
+        else:
+            finishing.append(node)
+    return WindowCut(
+        at_window_end=cut.at_window_end,
+        next_opening=view.closed_until,
+        finishing=tuple(finishing),
+        stopped=tuple(stopped),
+        through=tuple(through),
+    )

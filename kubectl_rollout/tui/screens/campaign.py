@@ -4,8 +4,8 @@ Drawn from the campaign's view through ``jobs.views.campaign_board`` (waves,
 zones, node phases, the window), so the screen only formats. What needs a
 person's eyes comes first at 80x24: the summary (wave, nodes out against the
 budget, the rate, the soak, the window and its time left, nodes per phase),
-the wave in progress and the next ones, the nodes blocked, failed or kept
-before those draining, waiting and done, and the blocker panel of the drain's
+the wave in progress and the next ones, the nodes blocked, failed, kept or
+stopped by the window's end before those draining, waiting and done, and the blocker panel of the drain's
 screen for the PDBs that hold the current wave's pods now (their workload by
 name, what ``--on-blocked surge`` would do). ``p`` pauses (no new wave, no new
 eviction) and ``c`` cancels, as on the drain's screen.
@@ -21,12 +21,16 @@ from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
 from kubectl_rollout.jobs.views.campaign import CampaignView
 from kubectl_rollout.jobs.views.campaign_board import (
     NodeRow,
+    SoakNow,
     WaveRow,
+    WindowCut,
     WindowState,
     ZoneRow,
     node_rows,
     phase_counts,
+    soak_now,
     wave_rows,
+    window_cut,
     window_now,
     zone_rows,
 )
@@ -85,9 +89,50 @@ def zones_line(zones: list[ZoneRow], *, per_zone: bool) -> Text:
     return text
 
 
+def soak_text(soak: SoakNow, *, now: float) -> Text:
+    """`` · soaking wave 2: 12s left of 30s``, or what it waits to be available before it counts (again)."""
+    text = Text()
+    left = soak.seconds_left(now)
+    if left is not None:
+        text.append(f" · soaking wave {soak.index}: {duration(left)} left of {duration(soak.seconds)}", style="cyan")
+    else:
+        text.append(f" · soaking wave {soak.index}: waits for", style="cyan")
+        for i, wait in enumerate(soak.waiting):
+            text.append("," if i else "")
+            text.append(f" {wait.workload} {wait.available}/{wait.desired}", style="yellow")
+        text.append(" available" if soak.waiting else " its workloads", style="cyan")
+        if soak.seconds:  # without --soak the wave only waits for its workloads to be available again
+            text.append(f", then {duration(soak.seconds)}", style="cyan")
+    if soak.restarts:
+        text.append(f" (started over {soak.restarts}x)", style="yellow")
+    return text
+
+
+def _names(nodes: tuple[str, ...], *, most: int = 3) -> str:
+    shown = ", ".join(nodes[:most])
+    return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
+
+
+def cut_text(cut: WindowCut) -> Text:
+    """``closed mid-wave: no new node starts · finishing pool-001 · stopped (drained first when it opens)
+    pool-004``: what the window's end did to the wave in progress."""
+    text = Text("closed mid-wave", style="bold yellow")
+    text.append(": no new node starts")
+    if cut.finishing:
+        text.append(" · finishing ")
+        text.append(_names(cut.finishing), style="cyan")
+    if cut.stopped:
+        text.append(" · stopped ")
+        text.append(_names(cut.stopped), style="yellow")
+        text.append(" (cordoned, drained first when it opens)", style="dim")
+    if not cut.finishing and not cut.stopped:
+        text.append(" · the wave it cut is through", style="dim")
+    return text
+
+
 def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
-    """The campaign in four lines at most: the wave and the budget in use, the window, the nodes by phase,
-    the zones."""
+    """The campaign in five lines at most: the wave and the budget in use, the window (and, closed mid-wave,
+    what finishes and what stopped), the nodes by phase, the zones."""
     plan = view.campaign_plan
     text = Text()
     waves = len(plan.waves) if plan is not None else 0
@@ -103,10 +148,9 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
             text.append(f" · soak {duration(plan.soak)}")
     if view.rate_until is not None and view.campaign_finished is None:
         text.append(f" · next wave {countdown(view.rate_until, now)} (rate)", style="yellow")
-    if view.soaking is not None:
-        text.append(f" · soaking wave {view.soaking.index} ({duration(view.soaking.seconds)})", style="cyan")
-        for wait in view.waiting_for:
-            text.append(f" · {wait.workload} {wait.available}/{wait.desired} available", style="yellow")
+    soak = soak_now(view)
+    if soak is not None:
+        text.append_text(soak_text(soak, now=now))
     window = window_now(view)
     text.append("\nwindow: ", style="bold")
     if window.state is WindowState.ALWAYS:
@@ -120,6 +164,10 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
             text.append("closed", style="bold yellow")
             text.append(f", opens in {duration(left)}" if left is not None else ", no opening within a week")
         text.append(f" ({'; '.join(window.windows)})", style="dim")
+    cut = window_cut(view)
+    if cut is not None:
+        text.append("\n")
+        text.append_text(cut_text(cut))
     counts = phase_counts(rows)
     text.append("\nnodes: ", style="bold")
     for i, (phase, n) in enumerate(counts.items()):
@@ -137,12 +185,14 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
 class CampaignScreen(JobScreen):
     HELP_TEXT = (
         "A campaign: a pool of nodes drained in waves. At the top the wave in progress, the nodes out against "
-        "the budget (and the zone budget), the rate and the soak, the window (open until, or closed until) and "
-        "the nodes per phase and per zone. The waves: the current one, those to come, those done, each with the "
-        "PDBs the plan said would hold it. The nodes, what needs attention first: blocked (a PDB holds one of "
-        "its pods now), failed, kept, draining, cordoned, soaking, waiting, skipped, done. Below, the blocker "
-        "panel explains each PodDisruptionBudget holding the current wave's pods, names their workload and what "
-        "would unblock it. p pauses the campaign (no new wave, no new eviction), c cancels it."
+        "the budget (and the zone budget), the rate and the soak (its time left, or the workloads it waits "
+        "for), the window (open until, or closed until; closed mid-wave: the nodes still finishing and those "
+        "whose drain it stopped) and the nodes per phase and per zone. The waves: the current one, those to "
+        "come, those done, each with the PDBs the plan said would hold it. The nodes, what needs attention "
+        "first: blocked (a PDB holds one of its pods now), failed, kept, stopped (by the window's end), "
+        "draining, cordoned, soaking, waiting, skipped, done. Below, the blocker panel explains each "
+        "PodDisruptionBudget holding the current wave's pods, names their workload and what would unblock it. "
+        "p pauses the campaign (no new wave, no new eviction), c cancels it."
     )
 
     def __init__(self, job_id: str) -> None:

@@ -15,6 +15,8 @@ STYLES = {
     "cordoned": "yellow",
     "draining": "cyan",
     "drained": "green",
+    #: a campaign's node whose drain the window's end stopped
+    "stopped": "yellow",
     "schedulable": "",
     # pods
     "evicting": "cyan",
