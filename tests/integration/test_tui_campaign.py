@@ -209,20 +209,20 @@ async def test_a_window_that_closes_mid_wave_shows_what_finishes_what_stopped_an
     at_window_end: AtWindowEnd,
 ) -> None:
     target, spare = dedicated_nodes(2)
-    # Six pods behind maxUnavailable 1, each replacement Ready 4 s after it starts: 20 s and more to drain the
-    # node, so the first window (12 s) ends mid-drain. The spare
+    # Six pods behind maxUnavailable 1, each replacement Ready 8 s after it starts: 40 s and more to drain the
+    # node, so the first window (25 s: its wave starts in it even on a loaded CI machine) ends mid-drain. The spare
     # node comes second, so the campaign has a wave to wait for the next window with.
     with only_schedulable(cluster, target, [spare]):
-        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "4s"})
+        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "8s"})
         add_pdb(cluster, namespace, "web", app="web", expected=6, max_unavailable=1)
     stop = at_window_end is AtWindowEnd.STOP
     healthy = HealthyPods(cluster, namespace).start()
     out = NodesOut(cluster, namespace).start()
     try:
         with connect(name="test") as agent:  # the agent is up before the clock of the windows starts
-            first_close = time.time() + 12
+            first_close = time.time() + 25
             # a gap long enough for a loaded machine's screen to show it, and, finishing, for the drain to end in it
-            second_open = first_close + 30
+            second_open = first_close + 60
             campaign = CampaignJob(
                 nodes=(target, spare),
                 budget="1",
@@ -237,7 +237,7 @@ async def test_a_window_that_closes_mid_wave_shows_what_finishes_what_stopped_an
         async with app.run_test(size=SIZE) as pilot:
             screen = await _campaign_screen(pilot, app)
             nodes = screen.query_one("#campaign-nodes", LiveTable)
-            await until(pilot, lambda: column(nodes, "STATE").get(target) == "draining", what="the drain", timeout=30)
+            await until(pilot, lambda: column(nodes, "STATE").get(target) == "draining", what="the drain", timeout=45)
             assert out.cordoned_at[target][0] < first_close, "the wave started after the window: too slow a machine"
             try:
                 await until(pilot, lambda: "closed mid-wave" in _summary(screen), what="the window's end", timeout=30)
@@ -268,7 +268,7 @@ async def test_a_window_that_closes_mid_wave_shows_what_finishes_what_stopped_an
                 assert time.time() < second_open, "the window opened before the drain ended: too slow a machine"
                 assert not any(p.metadata.namespace == namespace for p in pods_on(cluster, target))
             await until(
-                pilot, lambda: app.store.view(job_id).finished is not None, what="the campaign's end", timeout=90
+                pilot, lambda: app.store.view(job_id).finished is not None, what="the campaign's end", timeout=150
             )
             assert column(nodes, "STATE") == {target: "done", spare: "done"}
             assert "closed mid-wave" not in _summary(screen)
