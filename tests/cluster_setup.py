@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import manifests
+import pytest
 import watching
 from kubernetes import client
 
@@ -56,3 +58,56 @@ def deploy(
             timeout=timeout,
             what=f"deployment {name} to have {replicas} available",
         )
+
+
+def until_scheduler_skips(cluster: Cluster, node: str, *, timeout: float = 60) -> None:
+    """Wait until the scheduler itself treats cordoned ``node`` as unschedulable.
+
+    A cordon is in the API server at once but reaches the scheduler through its informer: a pod created right
+    after the patch can still land on the node (under load, one did). A probe pod that only ``node`` could
+    take, tolerating its other taints, is refused by the scheduler for the cordon once its cache has it; every
+    pod scheduled after that sees the cordon too."""
+    taints = cluster.core.read_node(node).spec.taints or []
+    tolerations = [
+        {"key": t.key, "operator": "Equal", "value": t.value or "", "effect": t.effect}
+        for t in taints
+        if t.key != "node.kubernetes.io/unschedulable"
+    ]
+    name = f"cordon-probe-{node}"[:63]
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"cordon-probe": "true"}},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": tolerations,
+            "containers": [{"name": "probe", "image": manifests.IMAGE}],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        call_with_retry(cluster.core.create_namespaced_pod, "default", probe)
+        try:
+            decided = watching.until(
+                cluster.core.list_namespaced_pod,
+                lambda p: p.metadata.name == name and (bool(p.spec.node_name) or _refused_for_cordon(p)),
+                namespace="default",
+                field_selector=f"metadata.name={name}",
+                timeout=max(1.0, deadline - time.monotonic()),
+                what=f"the scheduler to decide on a probe for cordoned node {node}",
+            )
+        finally:
+            call_with_retry(cluster.core.delete_namespaced_pod, name, "default", grace_period_seconds=0)
+            watching.until_deleted(cluster.core.list_namespaced_pod, name, namespace="default", timeout=timeout)
+        if not decided.spec.node_name:
+            return
+        # bound: the scheduler had not seen the cordon yet; ask again
+    pytest.fail(f"the scheduler still placed pods on cordoned node {node} after {timeout}s")
+
+
+def _refused_for_cordon(pod: Any) -> bool:
+    return any(
+        c.type == "PodScheduled" and c.status == "False" and "unschedulable" in (c.message or "")
+        for c in (pod.status.conditions or [])
+    )

@@ -17,7 +17,7 @@ import manifests
 import pytest
 import watching
 from access_review import allowed
-from cluster_setup import create_namespace, deploy
+from cluster_setup import create_namespace, deploy, until_scheduler_skips
 from invariants import HealthyPods, is_healthy
 from plugin import RunningPlugin, events, run_plugin
 from timeline import Timeline, cordoned, marked_for_deletion
@@ -48,6 +48,8 @@ def only_schedulable(cluster: Cluster, node: str, others: list[str]) -> Iterator
     for other in others:
         cluster.core.patch_node(other, {"spec": {"unschedulable": True}})
     try:
+        for other in others:
+            until_scheduler_skips(cluster, other)
         yield
     finally:
         for other in others:
