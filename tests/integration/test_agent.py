@@ -25,6 +25,7 @@ from typing import Any
 import manifests
 import pytest
 import watching
+from cluster_setup import until_scheduler_skips
 from integration.test_drain_surge import ReplicaHistory, one_replica_min_available_one
 from invariants import HealthyPods
 from kubernetes import client as k8s
@@ -518,6 +519,7 @@ def test_after_sigkill_the_journal_is_intact_and_the_restarted_agent_finishes_th
         annotations[manifests.ON_SIGTERM] = "ignore"
     cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
     try:
+        until_scheduler_skips(cluster, spare)
         cluster.apps.create_namespaced_deployment(
             namespace,
             manifests.deployment("web", replicas=6, annotations=annotations, pod_spec=manifests.placement(namespace)),
@@ -861,6 +863,7 @@ def test_an_attached_cli_follows_its_job_through_a_crash_of_the_agent(
     # Four pods on the node (the spare cordoned while they are created), replacements Ready 2 s after start.
     cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
     try:
+        until_scheduler_skips(cluster, spare)
         cluster.apps.create_namespaced_deployment(
             namespace,
             manifests.deployment(

@@ -26,7 +26,7 @@ import manifests
 import pytest
 import watching
 import yaml
-from cluster_setup import deploy
+from cluster_setup import deploy, until_scheduler_skips
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
@@ -181,6 +181,7 @@ def test_a_pdb_contended_drain_rides_out_an_api_server_restart(cluster: Cluster,
     target, spare = "kwok-node-0", "kwok-node-1"
     cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
     try:
+        until_scheduler_skips(cluster, spare)
         for app in ("web", "api"):
             deploy(cluster, namespace, app, 6, annotations={manifests.READY_AFTER: "2s"})
             pdb(cluster, namespace, app, max_unavailable=1)

@@ -9,6 +9,7 @@ from typing import Any
 
 import manifests
 import watching
+from cluster_setup import until_scheduler_skips
 from watching import Follower
 
 from kubectl_rollout.job_loop.loop import run_job
@@ -35,6 +36,7 @@ def _place(
     )
     cluster.core.patch_node(spare, {"spec": {"unschedulable": True}})
     try:
+        until_scheduler_skips(cluster, spare)
         cluster.apps.create_namespaced_deployment(namespace, body)
         watching.until(
             cluster.apps.list_namespaced_deployment,

@@ -14,7 +14,7 @@ from typing import Any
 
 import manifests
 import watching
-from cluster_setup import deploy
+from cluster_setup import deploy, until_scheduler_skips
 from integration.test_drain import add_pdb, by_type, node_state, only_schedulable, pods_on
 from kubernetes import watch
 from plugin import RunningPlugin, run_plugin
@@ -203,6 +203,7 @@ def test_a_second_drain_never_surges_a_deployment_another_drain_is_surging(
     # No room for an extra pod anywhere: the first drain's surge stays live until the spare node takes pods.
     for node in (second, spare):
         cluster.core.patch_node(node, {"spec": {"unschedulable": True}})
+        until_scheduler_skips(cluster, node)
 
     one = Drain(kubeconfig, first, "--surge", "--timeout", "90s")
     assert one.until("SurgeStarted")["replicas"] == 3
