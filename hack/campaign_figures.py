@@ -1,0 +1,153 @@
+"""A campaign's lower bound and where its time goes: the pure arithmetic of hack/bench_campaign.py.
+
+Waves run one after another. In a wave, a PDB that allows A disruptions at a
+time and has N of its pods evicted there needs ceil(N / A) rounds of
+evictions, and every round after the first waits for the PDB to allow a
+disruption again. That wait is the cluster's: the eviction marks the pod, the
+ReplicaSet controller creates a replacement, the scheduler binds it, the
+kubelet (kwok) runs it until Ready, the disruption controller counts it and
+writes the PDB's status. The Eviction API refuses every eviction of that
+PDB's pods until that status write, whatever the client. So the cluster's
+**round** is measured, for each PDB that allows one disruption at a time, from
+an accepted eviction's completion to the first later status write that allows
+one again (when the API server received that write: the earliest it can
+count); the quickest round of the run, R, bounds every round.
+
+- **bound** = the sum over waves of the slowest PDB's (ceil(N / A) - 1) x R:
+  no client of the Eviction API can drain the same pods in fewer such rounds
+  on that cluster.
+- **cluster's time** per wave: the longest sum, over one PDB's rounds begun in
+  that wave, of the time it was closed (the run's own rounds, not the quickest):
+  what this run's cluster imposed, so the wave's time minus it is what the
+  campaign added (the waves' starts, reactions, checks, the soak's wait for
+  the last replacement).
+
+Times are epoch seconds from one clock (the bench, the campaign and the local
+API server run on one machine). Nothing here reads the cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+def epoch(stamp: str) -> float:
+    """An RFC 3339 timestamp (the events' ``at``, the audit log's) as epoch seconds."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def allowed_at_once(spec: Mapping[str, Any], replicas: int) -> int:
+    """Disruptions a PDB of ``spec`` allows at once over ``replicas`` healthy pods (the disruption controller
+    rounds a percentage up: maxUnavailable's and minAvailable's alike)."""
+    if "maxUnavailable" in spec:
+        value = spec["maxUnavailable"]
+        return math.ceil(replicas * int(value[:-1]) / 100) if isinstance(value, str) else int(value)
+    value = spec["minAvailable"]
+    least = math.ceil(replicas * int(value[:-1]) / 100) if isinstance(value, str) else int(value)
+    return replicas - least
+
+
+def app_of(pod: str) -> str:
+    """The Deployment of a pod named DEPLOYMENT-HASH-SUFFIX."""
+    return pod.rsplit("-", 2)[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wave:
+    start: float
+    end: float
+    #: evictions in the wave, by Deployment (the campaign's own PodEvicted events)
+    evicted: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def waves_of(events: Iterable[Mapping[str, Any]]) -> list[Wave]:
+    """The waves of a campaign's ``-o jsonl`` events: each from its WaveStarted to the next one (the last: to
+    CampaignFinished), with the pods evicted meanwhile."""
+    starts: list[float] = []
+    evicted: list[Counter[str]] = []
+    for event in events:
+        if event["type"] in ("WaveStarted", "CampaignFinished"):
+            starts.append(epoch(event["at"]))
+        if event["type"] == "WaveStarted":
+            evicted.append(Counter())
+        elif event["type"] == "PodEvicted" and evicted:
+            evicted[-1][app_of(event["pod"]["name"])] += 1
+    return [
+        Wave(start=start, end=end, evicted=counts)
+        for (start, end), counts in zip(itertools.pairwise(starts), evicted, strict=False)
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Round:
+    """A PDB closed by an eviction, until the disruption controller allowed a disruption again."""
+
+    app: str
+    #: the eviction's completion
+    closed: float
+    #: the API server received the status write that allowed one again
+    opened: float
+
+    @property
+    def seconds(self) -> float:
+        return self.opened - self.closed
+
+
+def cluster_rounds(entries: Iterable[Mapping[str, Any]], one_at_a_time: set[str]) -> list[Round]:
+    """The rounds of the PDBs named in ``one_at_a_time`` (each allows one disruption at a time and is named
+    after its Deployment), from the audit log's completed entries of one namespace: evictions (any client's;
+    only the one measured works in that namespace) and the PDBs' status writes with their bodies."""
+    closed_at: dict[str, float] = {}
+    rounds: list[Round] = []
+    ordered = sorted(entries, key=lambda e: epoch(e["stageTimestamp"]))
+    for entry in ordered:
+        ref = entry.get("objectRef") or {}
+        if ref.get("subresource") == "eviction" and (entry.get("responseStatus") or {}).get("code") == 201:
+            app = app_of(ref.get("name", ""))
+            if app in one_at_a_time:
+                closed_at.setdefault(app, epoch(entry["stageTimestamp"]))
+        elif ref.get("resource") == "poddisruptionbudgets" and ref.get("subresource") == "status":
+            answer = entry.get("responseObject") or {}
+            if answer.get("kind") != "PodDisruptionBudget":
+                continue  # a refused write (a conflict's Status): nothing changed
+            app = ref.get("name", "")
+            allows = int((answer.get("status") or {}).get("disruptionsAllowed", 0)) > 0
+            if allows and app in closed_at:
+                # A write that succeeded after the eviction was made on the object the eviction left (the
+                # resourceVersion says so); it cannot have been received before that eviction completed.
+                closed = closed_at.pop(app)
+                rounds.append(
+                    Round(app=app, closed=closed, opened=max(closed, epoch(entry["requestReceivedTimestamp"])))
+                )
+    return rounds
+
+
+def quickest(rounds: Iterable[Round]) -> float:
+    return min((r.seconds for r in rounds), default=math.nan)
+
+
+def wave_bound(wave: Wave, specs: Mapping[str, Mapping[str, Any]], replicas: int, round_seconds: float) -> float:
+    """The wave's slowest PDB: (rounds - 1) x the quickest round."""
+    return max(
+        ((math.ceil(n / allowed_at_once(specs[app], replicas)) - 1) * round_seconds for app, n in wave.evicted.items()),
+        default=0.0,
+    )
+
+
+def cluster_time(wave: Wave, rounds: Iterable[Round]) -> float:
+    """The longest time one PDB (of those measured) was closed by rounds begun in the wave."""
+    closed: dict[str, float] = {}
+    for r in rounds:
+        if wave.start <= r.closed < wave.end:
+            closed[r.app] = closed.get(r.app, 0.0) + r.seconds
+    return max(closed.values(), default=0.0)
