@@ -93,6 +93,11 @@ def _soak(event: ev.SoakStarted, _view: CampaignView) -> Iterator[Line]:
     yield "out", f"wave {event.index}: soaking {_seconds(event.seconds)} ({workloads})"
 
 
+def _soak_counting(event: ev.SoakCounting, _view: CampaignView) -> Iterator[Line]:
+    # Said again when the count starts over (a workload was unavailable meanwhile).
+    yield "out", f"wave {event.index}: every workload available; the soak ends at {_when(event.until)}"
+
+
 def _soaked(event: ev.NodeSoaked, _view: CampaignView) -> Iterator[Line]:
     yield "out", f"node/{event.node} soaked ({_seconds(event.seconds)})"
 
@@ -168,6 +173,7 @@ CAMPAIGN_FORMATTERS: dict[type[Event], Formatter] = {
     ev.WaveStarted: _wave,
     ev.PodsHeld: _held,
     ev.SoakStarted: _soak,
+    ev.SoakCounting: _soak_counting,
     ev.NodeSoaked: _soaked,
     ev.HookRan: _hook,
     ev.NodeLabelled: _labelled,

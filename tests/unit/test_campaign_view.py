@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from datetime import datetime
 from pathlib import Path
 
 from kubectl_rollout.cli.campaign_output import campaign_printer, plan_lines
@@ -134,6 +135,8 @@ def test_the_printer_says_how_each_node_ended() -> None:
     for envelope in _envelopes(
         [
             PLAN,
+            ev.SoakStarted(index=1, seconds=30.0),
+            ev.SoakCounting(index=1, until=datetime(2026, 11, 26, 19, 0, 30).timestamp()),
             ev.HookRan(node="b", hook="pre", command="exit 3", exit_code=3, seconds=0.0, output="no"),
             ev.NodeSkipped(node="b", reason="pre-hook exited 3", uncordoned=False),
             ev.NodeDone(node="a", uncordoned=True),
@@ -143,6 +146,8 @@ def test_the_printer_says_how_each_node_ended() -> None:
         printer(envelope)
     printer.close()
     assert "node/a done (uncordoned)" in out.getvalue()
+    assert "wave 1: soaking 30s (no workload lost a pod)" in out.getvalue()
+    assert "wave 1: every workload available; the soak ends at Thu 2026-11-26 19:00:30" in out.getvalue()
     assert "node/b: pre-hook exited 3 after 0s" in err.getvalue()
     assert "node/b skipped (not uncordoned): pre-hook exited 3" in err.getvalue()
     assert "campaign: 1 done, 1 skipped (b) in 12s" in err.getvalue()
