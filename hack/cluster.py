@@ -489,6 +489,9 @@ def audit_flags(workdir: Path) -> list[str]:
         f"--audit-policy-file={workdir / 'audit-policy.yaml'}",
         f"--audit-log-path={workdir / 'logs' / 'audit.log'}",
         "--audit-log-mode=batch",
+        # Never rotated: the benchmarks read this one file, and the writer (lumberjack) would rotate it at
+        # 100 MB when the flag is 0, its default, leaving a long run's early requests in another file.
+        "--audit-log-maxsize=1000000",
     ]
 
 

@@ -66,6 +66,9 @@ others_pid=$!
 if [ -z "${ROLLOUT_PLUS_TEST_KUBECONFIG:-}" ]; then
   kubeconfig=$("$python" hack/cluster.py up --dir "$root/.cluster/tests" | tail -n 1) || {
     echo "run-suite: the local control plane did not start; see $root/.cluster/tests/logs" >&2
+    # a stream is a subshell running pytest: stop its pytest too, not only the subshell
+    pkill -TERM -P "$rollouts_pid" 2>/dev/null
+    pkill -TERM -P "$others_pid" 2>/dev/null
     kill "$rollouts_pid" "$others_pid" 2>/dev/null
     wait
     exit 1
