@@ -7,19 +7,24 @@ campaign's taint it carries, so that what held *while* the campaign ran is check
 from __future__ import annotations
 
 import json
+import os
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import manifests
 import pytest
-from cluster_setup import deploy, until_scheduler_skips
-from integration.test_campaign import by_type, campaign
+from cluster_setup import deploy
+from integration.test_agent import _follow, _wait_gone, agent_dir  # noqa: F401  (agent_dir: a fixture)
+from integration.test_campaign import NodesOut, by_type, campaign
+from integration.test_drain import only_schedulable
 from plugin import RunningPlugin, run_plugin
-from watching import Follower
 
+from kubectl_rollout.agent.client import connect
+from kubectl_rollout.agent.paths import AgentPaths
+from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
+from kubectl_rollout.jobs.spec import CampaignJob, Connection, JobKind, JobSpec, NodeOrder
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import CAMPAIGN_TAINT, CAMPAIGN_TAINT_EFFECT
 
@@ -38,54 +43,33 @@ def state_of(node: Any) -> NodeState:
     return bool(node.spec.unschedulable), ours, tuple(sorted(others))
 
 
-class NodeTaints(Follower):
-    """Every state the pool's nodes went through (``history``: one snapshot of all of them per change)."""
+class NodeTaints(NodesOut):
+    """``NodesOut``, and every state the pool's nodes went through (``history``: one snapshot of all of them
+    per change: cordoned, the campaign's taint, the other taints)."""
 
     def __init__(self, cluster: Cluster, pool: str) -> None:
-        super().__init__()
-        self.cluster, self.pool = cluster, pool
+        super().__init__(cluster, pool)
         self.now: dict[str, NodeState] = {}
         self.history: list[dict[str, NodeState]] = []
 
-    def _listing(self) -> tuple[Any, dict[str, Any]]:
-        return self.cluster.core.list_node, {"label_selector": f"{manifests.POOL_LABEL}={self.pool}"}
-
     def _seed(self, items: list[Any]) -> None:
+        super()._seed(items)
         self.now = {node.metadata.name: state_of(node) for node in items}
         self.history.append(dict(self.now))
 
     def _apply(self, kind: str, node: Any) -> None:
+        super()._apply(kind, node)
+        if not self.history:
+            return  # seeding: one snapshot once all are in
         if kind == "DELETED":
             self.now.pop(node.metadata.name, None)
         else:
             self.now[node.metadata.name] = state_of(node)
-        if not self.history or self.history[-1] != self.now:
+        if self.history[-1] != self.now:
             self.history.append(dict(self.now))
-
-    def start(self) -> NodeTaints:
-        self._follow()
-        return self
-
-    def stop(self) -> NodeTaints:
-        self._end()
-        return self
 
     def ever_tainted(self) -> set[str]:
         return {name for snapshot in self.history for name, (_, ours, _) in snapshot.items() if ours is not None}
-
-
-@contextmanager
-def kept_out(cluster: Cluster, nodes: list[str]) -> Iterator[None]:
-    """Pods created inside the block do not land on ``nodes`` (cordoned meanwhile, until the scheduler knows)."""
-    for node in nodes:
-        cluster.core.patch_node(node, {"spec": {"unschedulable": True}})
-    try:
-        for node in nodes:
-            until_scheduler_skips(cluster, node)
-        yield
-    finally:
-        for node in nodes:
-            cluster.core.patch_node(node, {"spec": {"unschedulable": None}})
 
 
 @pytest.mark.timeout(300)
@@ -95,7 +79,8 @@ def test_the_nodes_of_later_waves_carry_the_taint_and_no_evicted_pod_is_evicted_
     # Two waves of two nodes; a fifth node of the pool is not in the campaign (room outside it).
     first, second, third, fourth, spare = dedicated_nodes(5)
     wave_one, wave_two = (first, second), (third, fourth)
-    with kept_out(cluster, [spare]):
+    # the pods start on the campaign's nodes only (only_schedulable keeps them off the spare)
+    with only_schedulable(cluster, first, [spare]):
         deploy(cluster, namespace, "web", 8, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
     originals = {
         p.metadata.name: p.spec.node_name
@@ -139,14 +124,14 @@ def test_the_nodes_of_later_waves_carry_the_taint_and_no_evicted_pod_is_evicted_
     assert tainted[0]["taint"] == f"{CAMPAIGN_TAINT}={job}:{CAMPAIGN_TAINT_EFFECT}"
 
 
-def soaking_campaign(kubeconfig: Path, nodes: list[str], *extra: str) -> RunningPlugin:
-    """A campaign of ``nodes`` one at a time with a long soak, once the first node's soak counts: wave 1 done
-    draining, the other nodes still to come."""
+def soaking_campaign(kubeconfig: Path, nodes: list[str]) -> tuple[RunningPlugin, str]:
+    """A campaign of ``nodes`` one at a time with a long soak, and its job id, once the first node's soak
+    counts: wave 1 done draining, the other nodes still to come."""
     running = RunningPlugin(
-        "campaign", *nodes, "--order", "given", "--soak", "10m", "-o", "jsonl", *extra, kubeconfig=kubeconfig
+        "campaign", *nodes, "--order", "given", "--soak", "10m", "-o", "jsonl", kubeconfig=kubeconfig
     )
     running.wait_for(lambda line: '"SoakCounting"' in line, timeout=60, what="the first wave's soak")
-    return running
+    return running, json.loads(running.stdout[0])["job"]
 
 
 @pytest.mark.timeout(180)
@@ -154,8 +139,7 @@ def test_a_cancelled_campaign_takes_its_taints_off(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     nodes = dedicated_nodes(3)
-    running = soaking_campaign(kubeconfig, nodes)
-    job = json.loads(running.stdout[0])["job"]
+    running, job = soaking_campaign(kubeconfig, nodes)
     assert {n: state_of(cluster.core.read_node(n))[1] for n in nodes[1:]} == dict.fromkeys(nodes[1:], job)
     running.process.send_signal(signal.SIGINT)
     result = running.finish(timeout=60)
@@ -172,8 +156,7 @@ def test_uncordon_takes_off_the_taint_a_killed_campaign_left(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
 ) -> None:
     nodes = dedicated_nodes(3)
-    running = soaking_campaign(kubeconfig, nodes)
-    job = json.loads(running.stdout[0])["job"]
+    running, job = soaking_campaign(kubeconfig, nodes)
     running.process.kill()  # SIGKILL: no cleanup of any kind
     running.finish(timeout=30)
     # the first node in its soak (cordoned), the others still to come: all three keep the killed job's taint
@@ -205,3 +188,47 @@ def test_with_no_taint_pending_no_node_is_ever_tainted(
     # the watcher did see the campaign at work: each node cordoned, then not
     assert any(s[nodes[1]][0] for s in taints.history)
     assert not taints.now[nodes[1]][0]
+
+
+@pytest.mark.timeout(180)
+def test_a_campaign_resumed_after_an_agent_sigkill_takes_its_taints_over_and_lifts_them_at_its_end(
+    agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    nodes = dedicated_nodes(3)
+    spec = JobSpec(
+        kind=JobKind.CAMPAIGN,
+        connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
+        campaign=CampaignJob(nodes=tuple(nodes), budget="1", soak=600.0, order=NodeOrder.GIVEN),
+    )
+    taints = NodeTaints(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(spec)
+        before = _follow(job.id, until=lambda e: isinstance(e, ev.SoakCounting))
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        with connect(name="test") as agent:  # a new agent: it resumes the campaign from the journal
+            assert agent.agent["pid"] != pid
+        resumed = _follow(job.id, from_seq=before[-1].seq + 1, until=lambda e: isinstance(e, ev.SoakCounting))
+        with connect(name="test") as agent:
+            agent.cancel(job.id)
+        after = _follow(job.id, from_seq=resumed[-1].seq + 1)
+    finally:
+        taints.stop()
+    assert [s.event.resumed for s in before + resumed if isinstance(s.event, JobStarted)] == [False, True]
+    # the resumed run names the taints it took over: every node it has not finished, the same job's value
+    (took_over,) = [e.event for e in resumed if isinstance(e.event, ev.PendingTainted)]
+    assert sorted(took_over.nodes) == sorted(nodes)
+    assert took_over.taint == f"{CAMPAIGN_TAINT}={job.id}:{CAMPAIGN_TAINT_EFFECT}"
+    assert isinstance(after[-1].event, JobFinished)
+    # Each node carried the taint from the first run's start to the resumed run's cancel, without a gap across
+    # the kill: its value went None -> the job -> None, once.
+    for name in nodes:
+        values = [snapshot[name][1] for snapshot in taints.history]
+        changes = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+        assert changes == [None, job.id, None], (name, changes)
