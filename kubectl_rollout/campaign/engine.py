@@ -2,9 +2,10 @@
 
 For each wave, within the window and the rate: pre-labels and pre-hook per node (a failing hook skips the
 node or stops the campaign), cordon every node of the wave (so no evicted pod lands on a node next in
-line), drain them at once with the drain engine (its eviction retries, PDB watch, per-pod verdicts and
-``--surge`` are the campaign's), wait for the pods per-pod rules hold, soak (the workloads that lost pods
-are fully available again and stay so for the soak), then post-labels, post-hook and uncordon per node.
+line; the later waves' nodes carry a soft taint meanwhile, ``pending_taint``), drain them at once with the
+drain engine (its eviction retries, PDB watch, per-pod verdicts and ``--surge`` are the campaign's), wait
+for the pods per-pod rules hold, soak (the workloads that lost pods are fully available again and stay so
+for the soak), then post-labels, post-hook and uncordon per node (its taint comes off as it is finished).
 A node that cannot be drained within ``--timeout`` is waited for, skipped, kept or surged
 (``--on-blocked``). When the window closes no new wave starts; the nodes in progress finish or stop.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import threading
 import time
 from collections import deque
@@ -29,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.campaign.hooks import run_hook
 from kubectl_rollout.campaign.node_events import node_events
+from kubectl_rollout.campaign.pending_taint import PendingTaints, pending_taint, still_to_come
 from kubectl_rollout.campaign.plan import CampaignPlan, plan_campaign, zone_of
 from kubectl_rollout.campaign.pod_rules import holds_node, rule_filter, rule_of, ruled
 from kubectl_rollout.campaign.settings import CampaignSettings, NodeLabel, settings_of
@@ -39,10 +42,15 @@ from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events.base import Event
 from kubectl_rollout.jobs.events.drain import WaitingForWorkloads, WorkloadRef
+from kubectl_rollout.jobs.events.eviction import DryRun
+from kubectl_rollout.jobs.kinds.campaign import FINISHED_NODE_EVENTS
 from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, OnBlocked, OnHookFailure
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.watched_collection import WatchedCollection
+
+log = logging.getLogger(__name__)
 
 #: the label a kept node carries (``--on-blocked keep``), its value the campaign's job id
 KEPT_LABEL = "rollout-plus.io/campaign-kept"
@@ -109,12 +117,23 @@ class CampaignEngine:
         self._admitted: set[str] = set(job.started)
         #: the last wave waited for a window: the next says it is open
         self._waited_for_window = False
+        #: the soft taint on the nodes still to come; None with --no-taint-pending or a dry run
+        self._pending: PendingTaints | None = None
+        if job.taint_pending and job.drain.dry_run is DryRun.NONE and not job.plan_only:
+            self._pending = PendingTaints(cluster, job_id=context.job_id, emit=self.emit)
+        #: the names of the plan's waves, and the nodes finished with (done, skipped, kept, failed)
+        self._wave_names: list[list[str]] = []
+        self._tally = _Tally()
         self._closed = threading.Event()
         self._relay = threading.Thread(target=self._relay_cancel, daemon=True, name="campaign-cancel")
         self._relay.start()
 
     def emit(self, event: Event) -> None:
-        """Say ``event``, then put it on its nodes as Kubernetes Events (``campaign.node_events``)."""
+        """Say ``event``, then put it on its nodes as Kubernetes Events (``campaign.node_events``). A node's
+        soft taint comes off before the event that finishes it is said (and journaled): a resumed campaign
+        never takes that node again, so it would never lift it."""
+        if self._pending is not None and isinstance(event, FINISHED_NODE_EVENTS):
+            self._pending.lift(event.node)
         self.context.emit(event)
         for said in node_events(event, job=self.context.job_id or ""):
             record_event_on_node(
@@ -143,15 +162,28 @@ class CampaignEngine:
         return nodes
 
     def plan(self, nodes: list[Any]) -> CampaignPlan:
+        taint = ""
+        if self.job.taint_pending and self.job.drain.dry_run is DryRun.NONE:
+            taint = str(pending_taint(self.context.job_id))
         return plan_campaign(
-            cluster=self.cluster, engine=self.drainer, nodes=nodes, job=self.job, settings=self.settings
+            cluster=self.cluster,
+            engine=self.drainer,
+            nodes=nodes,
+            job=self.job,
+            settings=self.settings,
+            pending_taint=taint,
         )
 
     # --- running ------------------------------------------------------------------------
 
     def run(self, plan: CampaignPlan) -> ev.CampaignFinished:
         started = time.monotonic()
-        tally = _Tally()
+        tally = self._tally
+        self._wave_names = [[n.metadata.name for n in wave] for wave in plan.waves]
+        if self._pending is not None:
+            # A resumed campaign (the same job id) takes over the taints its killed run put on: lifted at its
+            # end or while it waits for a window, like its own.
+            self._pending.tainted.update(still_to_come(self._wave_names, finished=()))
         waves: deque[tuple[int, tuple[Any, ...]]] = deque(
             (wave.index, nodes) for wave, nodes in zip(plan.event.waves, plan.waves, strict=True)
         )
@@ -169,6 +201,7 @@ class CampaignEngine:
             stopped = str(err)
         finally:
             self.close()
+            self._lift_pending(reason="finished")
         settled = {*tally.done, *tally.skipped, *tally.kept, *tally.failed}
         every = [n.metadata.name for wave in plan.waves for n in wave]
         if self.cancel.is_set() and not stopped:
@@ -184,6 +217,24 @@ class CampaignEngine:
         )
         self.emit(finished)
         return finished
+
+    # --- the soft taint on the nodes still to come ----------------------------------------
+
+    def _taint_pending(self) -> None:
+        if self._pending is None:
+            return
+        t = self._tally
+        self._pending.put_on(still_to_come(self._wave_names, finished={*t.done, *t.skipped, *t.kept, *t.failed}))
+
+    def _lift_pending(self, *, reason: str) -> None:
+        if self._pending is None:
+            return
+        try:
+            self._pending.lift_all(reason=reason)
+        except (ApiException, UserFacingError) as err:
+            # The campaign's own outcome (or error) is what the user must see; a taint left here is soft, and
+            # `uncordon NODE` takes it off (docs/campaigns.md).
+            log.warning("could not take the campaign's taint off every node: %s", err)
 
     # --- windows, rate, pause ----------------------------------------------------------
 
@@ -207,6 +258,9 @@ class CampaignEngine:
                 # Said once per wait, with nothing in progress: the job sleeps from here.
                 opening = schedule.next_opening(now)
                 self.emit(ev.WindowClosed(next_opening=opening, at_window_end=self.job.at_window_end.value))
+                # No taint while it waits: a pool half tainted for days would crowd every new pod of the
+                # cluster onto the rest. The window's opening puts it back on.
+                self._lift_pending(reason="window")
                 self._waited_for_window = True
                 if opening is None or not self._sleep_until(opening):
                     return False
@@ -214,6 +268,7 @@ class CampaignEngine:
             if self._waited_for_window or not self._starts:
                 self.emit(ev.WindowOpened(closes_at=schedule.closes_at(now) if schedule is not None else None))
                 self._waited_for_window = False
+                self._taint_pending()
             rate = self.settings.rate
             if rate is not None:
                 until = rate.earliest_start(starts=self._starts, count=count, now=now)

@@ -48,8 +48,15 @@ def zone_of(node: Any) -> str:
 
 
 def plan_campaign(
-    *, cluster: Cluster, engine: DrainEngine, nodes: Sequence[Any], job: CampaignJob, settings: CampaignSettings
+    *,
+    cluster: Cluster,
+    engine: DrainEngine,
+    nodes: Sequence[Any],
+    job: CampaignJob,
+    settings: CampaignSettings,
+    pending_taint: str,
 ) -> CampaignPlan:
+    """The plan of ``nodes``; ``pending_taint`` is the taint the nodes still to come will carry ("" for none)."""
     todo = [n for n in nodes if n.metadata.name not in job.done]
     drain_plan = engine.plan(todo) if todo else DrainPlanned(nodes=())
     by_name = {n.metadata.name: n for n in todo}
@@ -98,6 +105,7 @@ def plan_campaign(
         zone_budget=job.zone_budget,
         zone_caps=_zone_caps(candidates, settings.zone_budget),
         on_blocked=job.on_blocked.value,
+        pending_taint=pending_taint,
     )
     return CampaignPlan(event=event, waves=tuple(tuple(by_name[n.name] for n in w.nodes) for w in waves))
 

@@ -215,6 +215,15 @@ def _label_option(flag: str, *, when: str) -> Callable[[Any], Any]:
     help="How long one node's drain may take before --on-blocked applies; 0 with --on-blocked wait.",
 )
 @click.option("--no-uncordon", is_flag=True, help="Leave each node cordoned after its after-hook.")
+@click.option(
+    "--taint-pending/--no-taint-pending",
+    default=True,
+    show_default=True,
+    help="Put a soft taint (rollout-plus.io/campaign=JOB:PreferNoSchedule) on every node still to drain, so "
+    "that evicted pods go to nodes done or outside the pool and are not evicted again; the scheduler still "
+    "uses those nodes when nothing else fits. Each node's taint comes off when the campaign is finished with "
+    "it; all of them at the end, and while it waits for a window.",
+)
 @ignore_daemonsets_option
 @delete_emptydir_data_option
 @force_option
@@ -266,6 +275,7 @@ def campaign(
     on_blocked: str,
     timeout: float,
     no_uncordon: bool,
+    taint_pending: bool,
     ignore_daemonsets: bool,
     delete_emptydir_data: bool,
     force: bool,
@@ -281,7 +291,7 @@ def campaign(
     """Drain a pool of nodes in waves: a budget out at once, zones, a rate, soak, hooks and windows.
 
     Each wave is cordoned whole first (no evicted pod lands on a node next in
-    line), then drained through the Eviction API (PodDisruptionBudgets
+    line; the later waves' nodes carry a soft taint), then drained through the Eviction API (PodDisruptionBudgets
     honoured, blocked pods explained), then soaked; then each node's
     after-hook runs and it is uncordoned. Pods with karpenter.sh/do-not-disrupt
     or Cluster API's cluster.x-k8s.io/drain (skip, wait-completed) are not
@@ -341,6 +351,7 @@ def campaign(
         post_labels=post_labels,
         on_blocked=OnBlocked(on_blocked),
         uncordon=not no_uncordon,
+        taint_pending=taint_pending,
         drain=DrainOptions(
             force=force,
             ignore_daemonsets=ignore_daemonsets,

@@ -47,6 +47,8 @@ def plan_lines(plan: ev.CampaignPlanned) -> Iterator[str]:
     yield "campaign: " + ", ".join([scope, *(e for e in extras if e)])
     if plan.done:
         yield f"done before (not drained again): {', '.join(plan.done)}"
+    if plan.pending_taint:
+        yield f"nodes still to drain: tainted {plan.pending_taint} (evicted pods go elsewhere when they fit)"
     if not plan.windows:
         yield "windows: none (always allowed)"
     else:
@@ -76,6 +78,15 @@ def plan_lines(plan: ev.CampaignPlanned) -> Iterator[str]:
 def _planned(event: ev.CampaignPlanned, _view: CampaignView) -> Iterator[Line]:
     for line in plan_lines(event):
         yield "out", line
+
+
+def _tainted(event: ev.PendingTainted, _view: CampaignView) -> Iterator[Line]:
+    yield "out", f"tainted {event.taint}: {', '.join(f'node/{n}' for n in event.nodes)}"
+
+
+def _untainted(event: ev.PendingUntainted, _view: CampaignView) -> Iterator[Line]:
+    why = " while it waits for the next window" if event.reason == "window" else ""
+    yield "out", f"taint removed{why}: {', '.join(f'node/{n}' for n in event.nodes)}"
 
 
 def _wave(event: ev.WaveStarted, _view: CampaignView) -> Iterator[Line]:
@@ -170,6 +181,8 @@ def _finished(event: ev.CampaignFinished, view: CampaignView) -> Iterator[Line]:
 CAMPAIGN_FORMATTERS: dict[type[Event], Formatter] = {
     **DRAIN_FORMATTERS,
     ev.CampaignPlanned: _planned,
+    ev.PendingTainted: _tainted,
+    ev.PendingUntainted: _untainted,
     ev.WaveStarted: _wave,
     ev.PodsHeld: _held,
     ev.SoakStarted: _soak,

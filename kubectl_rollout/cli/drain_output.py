@@ -52,7 +52,8 @@ def _cordoned(event: drain_events.NodeCordoned, _view: DrainView) -> Iterator[Li
 
 def _uncordoned(event: drain_events.NodeUncordoned, _view: DrainView) -> Iterator[Line]:
     verb = "uncordoned" if event.changed else "already uncordoned"
-    yield "out", f"node/{event.node} {verb}{dry_run_suffix(event.dry_run)}"
+    lifted = f", taint of campaign {event.campaign_taint} removed" if event.campaign_taint else ""
+    yield "out", f"node/{event.node} {verb}{lifted}{dry_run_suffix(event.dry_run)}"
 
 
 def _warning(event: drain_events.DrainWarning, _view: DrainView) -> Iterator[Line]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from kubectl_rollout.drain.cordon import is_cordoned, set_cordoned
+from kubectl_rollout.drain.cordon import is_cordoned, lift_campaign_taint, set_cordoned
 from kubectl_rollout.drain.node_events import record_node_event
 from kubectl_rollout.drain.pod_filters import (
     DaemonSetLookup,
@@ -411,7 +411,12 @@ class DrainEngine:
             record_node_event(
                 self.cluster, node, reason="Uncordoned", message="Node uncordoned by kubectl rollout-plus"
             )
-        self.emit(drain_events.NodeUncordoned(node=node.metadata.name, changed=changed, dry_run=self.options.dry_run))
+        campaign = lift_campaign_taint(self.cluster, node.metadata.name, dry_run=self.options.dry_run)
+        self.emit(
+            drain_events.NodeUncordoned(
+                node=node.metadata.name, changed=changed, dry_run=self.options.dry_run, campaign_taint=campaign
+            )
+        )
 
     def run(self, nodes: list[Any]) -> drain_events.DrainFinished:
         started = time.monotonic()

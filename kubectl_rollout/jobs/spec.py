@@ -165,6 +165,9 @@ class CampaignJob:
     on_blocked: OnBlocked = OnBlocked.WAIT
     #: uncordon each node once its after-hook succeeded (False: leave it cordoned for someone else)
     uncordon: bool = True
+    #: put a soft taint (rollout-plus.io/campaign, PreferNoSchedule) on every node still to drain, so that the
+    #: pods evicted from a wave go to nodes done or outside the pool rather than to one next in line
+    taint_pending: bool = True
     #: how each node is drained (``timeout`` is the per-node bound ``on_blocked`` acts on)
     drain: DrainOptions = DrainOptions()
     #: --plan: compute and emit the plan, change nothing

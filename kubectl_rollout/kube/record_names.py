@@ -12,7 +12,10 @@ Named once, here below both, because drain and rollout may not import each other
   A managed workload's driver drops them when it sets that ReplicaSet's count
   itself (``rollout.replica_sets.scale``): it can only be driving once the
   drain's Lease is gone, so the record is a killed drain's leftover, and the
-  count is the driver's again.
+  count is the driver's again;
+- a campaign's soft taint on the nodes it has still to drain (``campaign.pending_taint`` sets and lifts it);
+  ``uncordon`` (the drain engine's) takes it off too, so a killed campaign's leftover goes with the node's
+  return to service.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ SURGE_ADDED = "rollout-plus.kubectl.io/surge-added"
 #: a surge record: the id of the drain job that surged
 SURGED_BY = "rollout-plus.kubectl.io/surge-by"
 SURGE_LABELS = (SURGE_ORIGINAL, SURGE_ADDED, SURGED_BY)
+
+#: the taint a campaign puts on the nodes it has still to drain, its value the campaign's job id
+CAMPAIGN_TAINT = "rollout-plus.io/campaign"
+#: soft: the scheduler places a pod there only when no other node fits, so no pod is ever left Pending by it
+CAMPAIGN_TAINT_EFFECT = "PreferNoSchedule"
 
 
 def record_name(name: str) -> str:

@@ -111,6 +111,34 @@ class CampaignPlanned(Event):
     zone_caps: tuple[ZoneCap, ...] = ()
     #: --on-blocked: what a node that cannot drain within --timeout gets ("wait", "skip", "keep", "surge")
     on_blocked: str = ""
+    #: the soft taint put on every node still to drain as the campaign starts ("key=value:effect"); "" with
+    #: --no-taint-pending
+    pending_taint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingTainted(Event):
+    """The nodes still to drain got the campaign's soft taint (at its start, its resume, or a window's
+    opening): the scheduler places pods there only when no other node fits."""
+
+    TYPE = "PendingTainted"
+
+    nodes: tuple[str, ...]
+    #: "key=value:effect"
+    taint: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingUntainted(Event):
+    """The campaign took its soft taint off nodes it has not finished: at its end (cancelled, stopped, or a
+    node it never reached), or while it waits for its next window. A node it finishes loses its taint with
+    its ``NodeDone``, ``NodeSkipped`` or ``NodeKept``."""
+
+    TYPE = "PendingUntainted"
+
+    nodes: tuple[str, ...]
+    #: "finished" or "window"
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -111,6 +111,9 @@ class NodeUncordoned(Event):
     node: str
     changed: bool
     dry_run: DryRun = DryRun.NONE
+    #: the job id of the campaign whose soft taint (rollout-plus.io/campaign) was taken off with the uncordon;
+    #: "" when the node had none
+    campaign_taint: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
