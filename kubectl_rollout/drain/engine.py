@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -35,6 +36,7 @@ from kubectl_rollout.drain.pod_filters import (
     DaemonSetLookup,
     FilterOptions,
     PodFilter,
+    Verdict,
     judge,
     make_filters,
     summarize_errors,
@@ -60,6 +62,7 @@ from kubectl_rollout.kube.cluster_access import Cluster, api_message
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
+from kubectl_rollout.kube.slim_pods import SlimPod, slim_pod
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 log = logging.getLogger(__name__)
@@ -278,19 +281,25 @@ class DrainEngine:
 
     # --- planning -----------------------------------------------------------------------
 
-    def _list_pods(self, node: str) -> list[Any]:
-        pods: list[Any] = []
+    def _list_pods(self, node: str) -> list[SlimPod]:
+        """The node's pods, a page (``--chunk-size``) at a time, each kept slim from its JSON (``slim_pods``)."""
+        pods: list[SlimPod] = []
         token = None
         while True:
-            page = call_with_retry(
+            response = call_with_retry(
                 self.cluster.core.list_pod_for_all_namespaces,
                 field_selector=f"spec.nodeName={node}",
                 label_selector=self.options.pod_selector or None,
                 limit=self.options.chunk_size or None,
                 _continue=token,
+                _preload_content=False,
             )
-            pods.extend(page.items)
-            token = page.metadata._continue if page.metadata else None
+            try:
+                page = json.loads(response.data)
+            finally:
+                response.release_conn()
+            pods.extend(slim_pod(item) for item in page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return pods
 
@@ -312,7 +321,7 @@ class DrainEngine:
                 lookups[key] = DaemonSetLookup(found=False, not_found=err.status == 404, error=api_message(err))
         return lookups
 
-    def _judge_node(self, node: Any) -> tuple[list[Any], list[tuple[Any, Any]]]:
+    def _judge_node(self, node: Any) -> tuple[list[SlimPod], list[tuple[SlimPod, Verdict]]]:
         pods = self._list_pods(node.metadata.name)
         filter_options = FilterOptions(
             force=self.options.force,
@@ -548,6 +557,7 @@ class DrainEngine:
             self.cluster.core.list_pod_for_all_namespaces,
             field_selector=f"spec.nodeName={name}",
             description=f"pods on {name}",
+            transform=slim_pod,
         ).start()
         failures: dict[str, PodFailed] = {}
         try:
