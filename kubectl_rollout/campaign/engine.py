@@ -48,6 +48,7 @@ from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, OnBl
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.slim_pods import slim_pod
 from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 log = logging.getLogger(__name__)
@@ -460,6 +461,7 @@ class CampaignEngine:
             self.cluster.core.list_pod_for_all_namespaces,
             field_selector=f"spec.nodeName={node}",
             description=f"held pods on {node}",
+            transform=slim_pod,  # a whole wave's nodes watch at once: what the rules read, not the models
         ).start()
         try:
             holding = [r for r in (ruled(p) for p in pods.snapshot()) if r is not None and holds_node(r.rule)]
