@@ -1,4 +1,4 @@
-"""``agent start|stop|status|logs`` and ``jobs list|show|attach|cancel|logs``: the agent and its jobs."""
+"""``agent start|stop|status|logs`` and ``jobs list|show|attach|cancel|pause|resume|surge|logs``."""
 
 from __future__ import annotations
 
@@ -286,7 +286,7 @@ def agent_logs(follow: bool) -> None:
 
 @click.group("jobs")
 def jobs_group() -> None:
-    """The agent's jobs: list them, show one, follow it, pause, resume or cancel it, print its events."""
+    """The agent's jobs: list them, show one, follow it, pause, resume, surge or cancel it, print its events."""
 
 
 def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
