@@ -305,7 +305,9 @@ class CampaignScreen(JobScreen):
         if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Surge")):
             return
         link: CallRunner | None = getattr(self.app, "cluster_link", None)
-        if link is None or self.check_action("surge", ()) is not True:
+        # Not the whole test again: a blocked pod is "evicting" for the moment of each retry, which would refuse a
+        # question just answered. The agent refuses a node finished meanwhile; one drained meanwhile is left be.
+        if link is None or self._asking or not (self._may_steer() and self._job_running()):
             self.notify(f"job {self.job_id} ended or changed meanwhile: nothing was done", severity="warning")
             return
         self._asking = True
