@@ -56,6 +56,8 @@ class Method(enum.StrEnum):
     CANCEL = "cancel"
     PAUSE = "pause"
     RESUME = "resume"
+    #: a running campaign drains these nodes through a surge
+    SURGE = "surge"
     SHUTDOWN = "shutdown"
     # the cluster, for the TUI's Nodes and Workloads screens (cluster_calls.py)
     NODES = "nodes"

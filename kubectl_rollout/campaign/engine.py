@@ -29,6 +29,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.campaign.asked_surges import AskedSurges
 from kubectl_rollout.campaign.hooks import run_hook
 from kubectl_rollout.campaign.node_events import node_events
 from kubectl_rollout.campaign.pending_taint import PendingTaints, pending_taint, still_to_come
@@ -110,8 +111,12 @@ class CampaignEngine:
             options = dataclasses.replace(options, timeout=0.0)  # no bound: the node waits as long as it takes
         drain_context = dataclasses.replace(context, cancel=self._stop_drains)
         self.drainer = DrainEngine(cluster, options, drain_context, extra_filters=(rule_filter,))
-        self._surger: DrainEngine | None = None
         self._drain_context = drain_context
+        #: the nodes a person asked to drain through a surge (``jobs surge``): those of a resumed job's journal,
+        #: then those asked while it runs
+        self._asked = AskedSurges(job.surge_nodes)
+        if context.surge_requests is not None:
+            self._asked.ask(context.surge_requests.listen(self._surge_asked))
         self._starts: list[float] = []
         #: nodes whose pre-hook let them in and whose wave started (in this run, or before a resume): a wave
         #: run again (the window's end stopped it) or resumed does not ask their pre-hook again
@@ -144,14 +149,21 @@ class CampaignEngine:
     def _relay_cancel(self) -> None:
         while not self._closed.is_set():
             if self.cancel.wait(1.0):
-                self._stop_drains.set()
+                self._stop_every_drain()
                 return
+
+    def _stop_every_drain(self) -> None:
+        self._stop_drains.set()
+        self._asked.stop_all()
+
+    def _surge_asked(self, nodes: tuple[str, ...]) -> None:
+        """A surge request (on the agent's thread, journaled already): see ``asked_surges``."""
+        moves = self._asked.ask(nodes)
+        log.info("surge asked for %s", ", ".join(f"{node}: {move.value}" for node, move in moves.items()))
 
     def close(self) -> None:
         self._closed.set()
         self.drainer.close()
-        if self._surger is not None:
-            self._surger.close()
 
     # --- nodes and plan -----------------------------------------------------------------
 
@@ -297,7 +309,7 @@ class CampaignEngine:
                     )
                 )
                 if self.job.at_window_end is AtWindowEnd.STOP:
-                    self._stop_drains.set()
+                    self._stop_every_drain()
 
             timer = threading.Timer(max(0.0, closes - time.time()), window_ended)
             timer.daemon = True
@@ -339,6 +351,7 @@ class CampaignEngine:
         window_stopped = self._stop_drains.is_set() and not self.cancel.is_set()
         if window_stopped:
             self._stop_drains.clear()
+            self._asked.go_on()
         drained = [r for r in results if r.drained]
         for result in results:
             name = result.node.metadata.name
@@ -433,26 +446,65 @@ class CampaignEngine:
 
     def _drain_one(self, node: Any) -> _NodeResult:
         name = node.metadata.name
+        stop = self._asked.start_drain(name)
+        if stop is None:  # asked before its drain started (or before the job was resumed)
+            return self._drain_surging(node, [])
+        try:
+            outcome, evicted = self._drain_without_surge(node, stop)
+        finally:
+            asked = self._asked.end_drain(name)
+        if outcome.ok:
+            return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted)
+        if asked:  # its drain was stopped for it, the others going on
+            return self._drain_surging(node, evicted)
+        return self._unfinished(node, outcome, evicted)
+
+    def _drain_without_surge(self, node: Any, stop: threading.Event) -> tuple[NodeOutcome, list[Any]]:
+        """Drain the node, then wait for the pods per-pod rules hold; ``stop`` ends it (``asked_surges``)."""
+        name = node.metadata.name
         deadline = time.monotonic() + self.job.drain.timeout if self.job.drain.timeout > 0 else None
         if self.job.on_blocked is OnBlocked.WAIT:
             deadline = None
-        outcome = self.drainer.drain_node(node)
+        outcome = self.drainer.drain_node(node, stop=stop)
         evicted = list(outcome.evicted)
         while outcome.ok:
             held = self._wait_for_held_pods(name, deadline)
             if held is None:
-                return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted)
+                return outcome, evicted
             if held:  # a rule was lifted: its pods go like any other
-                outcome = self.drainer.drain_node(node)
+                outcome = self.drainer.drain_node(node, stop=stop)
                 evicted += outcome.evicted
                 continue
             outcome = NodeOutcome(node=name, ok=False, reason="pods held by per-pod rules are still there")
-            break
+        return outcome, evicted
+
+    def _unfinished(self, node: Any, outcome: NodeOutcome, evicted: list[Any], *, surged: bool = False) -> _NodeResult:
+        """A drain that ended without the node drained: stopped (the window's end, a cancel), or blocked."""
         if self._stop_drains.is_set() and not self.cancel.is_set():
             return _NodeResult(node=node, settled=_Settled.INTERRUPTED)
         if self.cancel.is_set():
             return _NodeResult(node=node, settled=_Settled.FAILED)
-        return self._blocked(node, outcome, evicted)
+        return self._blocked(node, outcome, evicted, surged=surged)
+
+    def _drain_surging(self, node: Any, evicted: list[Any]) -> _NodeResult:
+        """Drain the node with ``--surge`` (asked for, or ``--on-blocked surge``), with the per-node bound the
+        drain without a surge had (none under ``--on-blocked wait``). An engine of its own per node: a surge's
+        session belongs to the node it raised replicas for, and nodes of a wave surge at once."""
+        name = node.metadata.name
+        options = dataclasses.replace(self.drainer.options, surge=True)
+        surger = DrainEngine(self.cluster, options, self._drain_context, extra_filters=(rule_filter,))
+        try:
+            with self._asked.surging(name), surger.surging([node]):
+                again = surger.drain_node(node)
+        finally:
+            surger.close()
+        evicted = evicted + list(again.evicted)
+        bound = time.monotonic() + options.timeout if options.timeout > 0 else None
+        if again.ok and self._wait_for_held_pods(name, bound) is None:
+            return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted)
+        if again.ok:
+            again = NodeOutcome(node=name, ok=False, reason="pods held by per-pod rules are still there")
+        return self._unfinished(node, again, evicted, surged=True)
 
     def _wait_for_held_pods(self, node: str, deadline: float | None) -> bool | None:
         """Wait until no pod on ``node`` holds it (do-not-disrupt, wait-completed). None: none does (any
@@ -491,18 +543,15 @@ class CampaignEngine:
         finally:
             pods.stop()
 
-    def _blocked(self, node: Any, outcome: NodeOutcome, evicted: list[Any]) -> _NodeResult:
-        """A node that could not be drained within its bound: what ``--on-blocked`` says."""
+    def _blocked(self, node: Any, outcome: NodeOutcome, evicted: list[Any], *, surged: bool) -> _NodeResult:
+        """A node that could not be drained within its bound: what ``--on-blocked`` says (``surged``: it was
+        drained through a surge already)."""
         name = node.metadata.name
         reason = outcome.reason or "its drain did not finish"
         choice = self.job.on_blocked
+        if choice is OnBlocked.SURGE and not surged:
+            return self._drain_surging(node, evicted)
         if choice is OnBlocked.SURGE:
-            surger = self._surge_engine()
-            with surger.surging([node]):
-                again = surger.drain_node(node)
-            bound = time.monotonic() + self.job.drain.timeout if self.job.drain.timeout > 0 else None
-            if again.ok and self._wait_for_held_pods(name, bound) is None:
-                return _NodeResult(node=node, settled=_Settled.DRAINED, evicted=evicted + list(again.evicted))
             choice, reason = OnBlocked.KEEP, f"{reason}; the surge did not help either"
         if choice is OnBlocked.SKIP:
             fresh = self._read_node(name)
@@ -520,12 +569,6 @@ class CampaignEngine:
             self.emit(ev.NodeKept(node=name, reason=reason, label=label))
             return _NodeResult(node=node, settled=_Settled.KEPT)
         return _NodeResult(node=node, settled=_Settled.FAILED)  # wait: only an error ends a node's drain
-
-    def _surge_engine(self) -> DrainEngine:
-        if self._surger is None:
-            options = dataclasses.replace(self.job.drain, surge=True)
-            self._surger = DrainEngine(self.cluster, options, self._drain_context, extra_filters=(rule_filter,))
-        return self._surger
 
     # --- soak ------------------------------------------------------------------------------
 

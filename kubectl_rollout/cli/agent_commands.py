@@ -1,4 +1,4 @@
-"""``agent start|stop|status|logs`` and ``jobs list|show|attach|cancel|logs``: the agent and its jobs."""
+"""``agent start|stop|status|logs`` and ``jobs list|show|attach|cancel|pause|resume|surge|logs``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import click
 
 from kubectl_rollout.agent import client as agent_client
 from kubectl_rollout.agent.agent_log import quote_controls
+from kubectl_rollout.agent.client import cluster_calls
 from kubectl_rollout.agent.errors import AgentError, AgentUnavailable
 from kubectl_rollout.agent.paths import AgentPaths, agent_paths
 from kubectl_rollout.agent.protocol import JobInfo
@@ -28,6 +29,10 @@ from kubectl_rollout.jobs.events.job import JobFinished
 from kubectl_rollout.jobs.kinds import facts_of
 from kubectl_rollout.jobs.kinds.base import load
 from kubectl_rollout.jobs.next_steps import command
+from kubectl_rollout.jobs.spec import JobKind
+from kubectl_rollout.jobs.views.campaign import CampaignView
+from kubectl_rollout.jobs.views.campaign import fold as fold_campaign
+from kubectl_rollout.jobs.views.campaign_surge import surge_targets
 from kubectl_rollout.kube.durations import parse_duration
 
 _output_json = click.option(
@@ -281,7 +286,7 @@ def agent_logs(follow: bool) -> None:
 
 @click.group("jobs")
 def jobs_group() -> None:
-    """The agent's jobs: list them, show one, follow it, pause, resume or cancel it, print its events."""
+    """The agent's jobs: list them, show one, follow it, pause, resume, surge or cancel it, print its events."""
 
 
 def printer_for(kind: str, output: str) -> tuple[Sink, Callable[[], None]]:
@@ -426,6 +431,50 @@ def _pause_command(name: str, *, paused: bool) -> click.Command:
 
 jobs_group.add_command(_pause_command("pause", paused=True))
 jobs_group.add_command(_pause_command("resume", paused=False))
+
+
+@jobs_group.command("surge")
+@click.argument("job_id", metavar="ID")
+@click.argument("nodes", metavar="[NODE]...", nargs=-1)
+@_output_json
+def jobs_surge(job_id: str, nodes: tuple[str, ...], output: str) -> None:
+    """Drain nodes of running campaign ID through a surge, the rest of its wave going on.
+
+    A node draining now stops waiting for its PodDisruptionBudget and is drained again with --surge (its
+    workload gets extra replicas on other nodes first; what was evicted stays evicted); a node of a later wave
+    drains with --surge from its start. Without NODE: the nodes of the current wave that a PDB holds now for a
+    workload a surge can raise. Kept in the job's journal: a campaign resumed after a restart surges them still.
+    """
+    with _connect(start=True) as agent:
+        try:
+            asked = list(nodes) or _blocked_surgeable(agent, job_id)
+            info = agent.run(cluster_calls.surge(job_id, asked))
+        except AgentError as err:
+            raise Failure(_safe(err.message), err.exit_code) from err
+    if output == "json":
+        click.echo(json.dumps(info.as_dict(), indent=2))
+        return
+    click.echo(
+        f"job {info.id} ({info.kind} {_safe(info.target)}) drains {', '.join(f'node/{n}' for n in asked)} "
+        f"through a surge; follow it with `{command('jobs', 'attach', info.id)}`"
+    )
+
+
+def _blocked_surgeable(agent: agent_client.AgentClient, job_id: str) -> list[str]:
+    """The nodes of campaign ``job_id``'s current wave a surge is for now (``campaign_surge``), from its events."""
+    info = agent.show(job_id)
+    if info.kind != JobKind.CAMPAIGN.value:
+        raise AgentError(f"job {info.id} ({info.kind} {_safe(info.target)}) is no campaign; nothing was changed")
+    view = CampaignView()
+    for envelope in agent.attach(job_id, follow=False):
+        view = fold_campaign(view, envelope)
+    targets = surge_targets(view)
+    if not targets:
+        raise AgentError(
+            f"no node of job {info.id}'s current wave is held by a PodDisruptionBudget whose workload a surge can "
+            f"raise; nothing was changed. Name the nodes to surge: `{command('jobs', 'surge', info.id, 'NODE')}`"
+        )
+    return list(targets)
 
 
 def _job_kind(job_id: str) -> str:

@@ -93,7 +93,7 @@ LAZY_COMMANDS = {
     ),
     "jobs": LazyCommand(
         "kubectl_rollout.cli.agent_commands:jobs_group",
-        "The agent's jobs: list them, show one, follow it, pause, resume or cancel it, print its events.",
+        "The agent's jobs: list them, show one, follow it, pause, resume, surge or cancel it, print its events.",
     ),
 }
 

@@ -526,7 +526,9 @@ class DrainEngine:
             drain_events.WorkloadsAvailable(workloads=tuple(sorted(workloads)), seconds=time.monotonic() - started)
         )
 
-    def drain_node(self, node: Any) -> NodeOutcome:
+    def drain_node(self, node: Any, *, stop: threading.Event | None = None) -> NodeOutcome:
+        """Drain one (cordoned) node. ``stop`` ends this node's drain instead of the engine's cancel: a switch
+        the caller also sets whenever that one is (a campaign stops one node to drain it through a surge)."""
         name = node.metadata.name
         started = time.monotonic()
         deadline = started + self.options.timeout if self.options.timeout > 0 else None
@@ -565,7 +567,9 @@ class DrainEngine:
                 with ThreadPoolExecutor(
                     max_workers=min(len(to_remove), 256), thread_name_prefix=f"evict-{name}"
                 ) as pool:
-                    results = list(pool.map(lambda p: self._remove(p, _ref(p, name), node_pods, deadline), to_remove))
+                    results = list(
+                        pool.map(lambda p: self._remove(p, _ref(p, name), node_pods, deadline, stop), to_remove)
+                    )
                 failures = {qualified(p): r for p, r in zip(to_remove, results, strict=True) if r is not None}
         finally:
             node_pods.stop()
@@ -584,12 +588,19 @@ class DrainEngine:
             )
         return NodeOutcome(node=name, ok=True, evicted=to_remove)
 
-    def _remove(self, pod: Any, ref: PodRef, node_pods: WatchedCollection, deadline: float | None) -> PodFailed | None:
+    def _remove(
+        self,
+        pod: Any,
+        ref: PodRef,
+        node_pods: WatchedCollection,
+        deadline: float | None,
+        stop: threading.Event | None,
+    ) -> PodFailed | None:
         # --surge: a surged workload's pods go once its extra pods are Ready (or its surge was given up).
         surges = self._surges
         if surges is not None:
             surges.wait_until_settled(ref, deadline)
-        return self.evictor.remove(pod, ref, node_pods, deadline)
+        return self.evictor.remove(pod, ref, node_pods, deadline, cancel=stop)
 
     def _fail(self, node: Any, reasons: list[str], pending: list[str]) -> NodeOutcome:
         reason = drain_events.join_errors(reasons)

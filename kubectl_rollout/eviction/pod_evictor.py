@@ -103,6 +103,8 @@ class _Attempts:
     admission: Admission | None = None
     #: 5xx answers in a row (an API server going down or coming up)
     server_errors: int = 0
+    #: stops this pod's attempts and waits: the evictor's cancel, or the caller's switch for this pod's node
+    cancel: threading.Event = field(default_factory=threading.Event)
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -202,16 +204,25 @@ class PodEvictor:
             raise _Refused(classify_refusal(err.status, err.body, err.headers)) from err
 
     def remove(
-        self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None
+        self,
+        pod: Any,
+        ref: PodRef,
+        pods: WatchedCollection,
+        deadline: float | None,
+        *,
+        cancel: threading.Event | None = None,
     ) -> eviction_events.PodFailed | None:
         """Evict (or delete) one pod and wait until it is gone; returns None, or the failure it emitted.
 
-        ``pods`` is a watched collection holding the pod (its node's pods, its workload's).
+        ``pods`` is a watched collection holding the pod (its node's pods, its workload's). ``cancel`` stops this
+        pod instead of the evictor's own switch: one the caller also sets whenever that one is set (a campaign
+        stops one node's drain so that it drains through a surge, the others going on).
         """
         started = time.monotonic()
         terminating = False
+        stop = self.cancel if cancel is None else cancel
         try:
-            gone = self._evict_with_retries(pod, ref, pods, deadline)
+            gone = self._evict_with_retries(pod, ref, pods, deadline, stop)
             if gone:
                 self.emit(eviction_events.PodGone(pod=ref, after=time.monotonic() - started, method=self.method))
                 return None
@@ -219,7 +230,7 @@ class PodEvictor:
                 self._release_slot()
                 return None
             terminating = True
-            self._wait_until_gone(pod, ref, pods, deadline, started)
+            self._wait_until_gone(pod, ref, pods, deadline, started, stop)
             return None
         except _Timeout:
             # kubectl's words and its Go duration form ("1m0s"), which scripts match on.
@@ -243,7 +254,9 @@ class PodEvictor:
             )
         return refusal.message
 
-    def _evict_with_retries(self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None) -> bool:
+    def _evict_with_retries(
+        self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None, cancel: threading.Event
+    ) -> bool:
         """True when the pod turned out to be gone already (no slot held); otherwise
         the pod is terminating and an in-flight slot is held until it is gone."""
         state = _Attempts(
@@ -253,6 +266,7 @@ class PodEvictor:
             deadline=deadline,
             pdbs=None if self.options.disable_eviction else self.pdbs(),
             current=pod,
+            cancel=cancel,
         )
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(functools.partial(self._retryable, state)),
@@ -277,14 +291,14 @@ class PodEvictor:
         return False
 
     def _stop_if_cancelled_or_late(self, state: _Attempts) -> None:
-        if self.cancel.is_set():
+        if state.cancel.is_set():
             raise _Cancelled
         left = state.remaining()
         if left is not None and left <= 0:
             raise _Timeout
 
     def _hold_while_paused(self, state: _Attempts) -> None:
-        while self.paused.is_set() and not self.cancel.wait(0.2):
+        while self.paused.is_set() and not state.cancel.wait(0.2):
             pass
         self._stop_if_cancelled_or_late(state)
 
@@ -361,7 +375,7 @@ class PodEvictor:
             )
         )
         self.pdb_pods.report(budget)
-        admitted = pdbs.wait_for_room(budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=self.cancel)
+        admitted = pdbs.wait_for_room(budget.metadata.namespace, budget.metadata.name, timeout=net, cancel=state.cancel)
         if admitted is None:
             self._stop_if_cancelled_or_late(state)
         return admitted
@@ -432,17 +446,23 @@ class PodEvictor:
             # Woken in line by the PDB's watch as soon as it has room;
             # `seconds` is only the safety net's backoff.
             state.admission = state.pdbs.wait_for_room(
-                state.pod.metadata.namespace, refusal.pdb_name, timeout=seconds, cancel=self.cancel
+                state.pod.metadata.namespace, refusal.pdb_name, timeout=seconds, cancel=state.cancel
             )
         else:
-            self.cancel.wait(seconds)
+            state.cancel.wait(seconds)
         # Take the freshest pod, as kubectl does between attempts.
         fresh = state.pods.get((state.pod.metadata.namespace, state.pod.metadata.name))
         if fresh is not None and fresh.metadata.uid == state.pod.metadata.uid:
             state.current = fresh
 
     def _wait_until_gone(
-        self, pod: Any, ref: PodRef, pods: WatchedCollection, deadline: float | None, started: float
+        self,
+        pod: Any,
+        ref: PodRef,
+        pods: WatchedCollection,
+        deadline: float | None,
+        started: float,
+        cancel: threading.Event,
     ) -> None:
         key = (pod.metadata.namespace, pod.metadata.name)
         skip_after = self.options.skip_wait_for_delete_timeout
@@ -457,11 +477,11 @@ class PodEvictor:
 
         try:
             left = None if deadline is None else deadline - time.monotonic()
-            done = pods.wait_until(gone, left, self.cancel)
+            done = pods.wait_until(gone, left, cancel)
         finally:
             self._release_slot()
         if not done:
-            if self.cancel.is_set():
+            if cancel.is_set():
                 raise _Cancelled
             raise _Timeout
         if skipped[0]:

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from kubectl_rollout.jobs.events.base import Emit
+from kubectl_rollout.jobs.surge_requests import SurgeRequests
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +26,9 @@ class JobContext:
     #: agent) passes one that stays the same across its restarts, so that a resumed job takes back the Lease it
     #: held at once instead of waiting for it to lapse. None: one of this process's own.
     lease_holder: str | None = None
+    #: the nodes a person asks a running campaign to drain through a surge (``jobs surge``); None: this job
+    #: takes no such request (it runs in a terminal, or it is no campaign)
+    surge_requests: SurgeRequests | None = None
     #: the job's id, for what the job hands to others (a campaign's hooks get it in their environment)
     job_id: str = ""
 

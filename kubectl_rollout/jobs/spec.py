@@ -177,6 +177,9 @@ class CampaignJob:
     #: nodes whose wave had started (pre-hook passed, cordoned) but that were not finished when the job was
     #: interrupted: their pre-hook and pre-labels are not run again (filled in by its resume)
     started: tuple[str, ...] = ()
+    #: nodes a person asked to drain through a surge (``jobs surge``) that were not finished when the job was
+    #: interrupted: the resumed job drains them with ``--surge`` from their start (filled in by its resume)
+    surge_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -393,6 +396,7 @@ BOUNDS: dict[tuple[type, str], Bound] = {
     (CampaignJob, "nodes"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "done"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "started"): Bound(max_items=MAX_NODES, items=_NAME),
+    (CampaignJob, "surge_nodes"): Bound(max_items=MAX_NODES, items=_NAME),
     (CampaignJob, "budget"): Bound(max_length=16),
     (CampaignJob, "zone_budget"): Bound(max_length=16),
     (CampaignJob, "rate"): Bound(max_length=64),

@@ -289,3 +289,64 @@ async def test_a_window_that_closes_mid_wave_shows_what_finishes_what_stopped_an
     assert out.most_out == 1
     assert not any(cluster.core.read_node(n).spec.unschedulable for n in (target, spare))
     assert minimum["web"] >= 5, minimum
+
+
+@on_a_loop
+async def test_s_confirmed_drains_the_blocked_node_through_a_surge_and_readonly_offers_no_s(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    first, second, third = _held_pool(cluster, namespace, dedicated_nodes)
+    healthy = HealthyPods(cluster, namespace).start()
+    try:
+        job_id = _submit(kubeconfig, namespace, [first, second, third])
+        readonly = RolloutPlusApp(agent_connect(), open_job=job_id, readonly=True)
+        async with readonly.run_test(size=SIZE) as pilot:
+            screen = await _campaign_screen(pilot, readonly)
+            await _first_wave_held(pilot, screen, namespace, first)
+            assert screen.check_action("surge", ()) is False
+            assert "(press s)" not in screen.query_one(BlockerPanel).plain
+
+        app = RolloutPlusApp(agent_connect(), open_job=job_id)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await _campaign_screen(pilot, app)
+            await _first_wave_held(pilot, screen, namespace, first)
+            await until(pilot, lambda: screen.check_action("surge", ()) is True, what="s offered")
+            panel = screen.query_one(BlockerPanel)
+            await until(pilot, lambda: "(press s)" in panel.plain, what="the panel's hint naming s")
+            await pilot.press("s")
+            question = await until(
+                pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="the question"
+            )
+            asked = " ".join(question.query_one("#confirm-question").render().plain.split())  # type: ignore[union-attr]
+            assert f"node/{first}" in asked, asked
+            assert f"Deployment {namespace}/solo" in asked, asked
+            await pilot.press("y")
+            await until(
+                pilot,
+                lambda: first in app.store.view(job_id).body.surge_requested,  # type: ignore[union-attr]
+                what="the request in the campaign's events",
+            )
+            await until(pilot, lambda: screen.check_action("surge", ()) is False, what="s no longer offered")
+            # solo's pod moves to another node of the pool, whose wave then waits for the same PDB: s again.
+            for _ in range(2):
+                await until(
+                    pilot,
+                    lambda: app.store.view(job_id).finished is not None or screen.check_action("surge", ()) is True,
+                    what="the campaign's end or the next node held by solo",
+                    timeout=150,
+                )
+                if app.store.view(job_id).finished is not None:
+                    break
+                await pilot.press("s")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the next question")
+                await pilot.press("y")
+                await until(pilot, lambda: screen.check_action("surge", ()) is False, what="s no longer offered")
+            await until(pilot, lambda: app.store.view(job_id).finished is not None, what="the campaign's end")
+    finally:
+        minimum = healthy.stop()
+    job = _agent_job(job_id)
+    assert job.state == "succeeded", job
+    assert minimum["solo"] >= 1  # never below its PDB's minimum
+    assert cluster.apps.read_namespaced_deployment("solo", namespace).spec.replicas == 1  # restored
+    # Every node was drained (solo's pod left each node it was on through a surge) and is back in service.
+    assert not any(cluster.core.read_node(n).spec.unschedulable for n in (first, second, third))

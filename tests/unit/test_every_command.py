@@ -38,7 +38,7 @@ CONTEXT = "unreachable"
 #: commands that do not talk to the cluster at all, and may well succeed without one
 LOCAL = {"completion", "agent logs", "agent start", "agent status", "agent stop", "jobs list"}
 #: commands about one of the agent's jobs: with no such job they fail, naming it
-JOB_ID_COMMANDS = {"jobs attach", "jobs cancel", "jobs logs", "jobs pause", "jobs resume", "jobs show"}
+JOB_ID_COMMANDS = {"jobs attach", "jobs cancel", "jobs logs", "jobs pause", "jobs resume", "jobs show", "jobs surge"}
 #: the one command that keeps the terminal: tested in a real terminal (tests/integration/test_tui_terminal.py)
 INTERACTIVE = {"tui"}
 

@@ -318,8 +318,12 @@ def campaign_app(*, can_act: bool, readonly: bool = False) -> RolloutPlusApp:
 @pytest.mark.parametrize("size", SIZES)
 def test_campaign_screen_a_wave_held_by_a_pdb(snap_compare: Any, size: tuple[int, int]) -> None:
     """The summary (wave, budget, rate, soak, window, nodes by phase, zones), the waves current first, the
-    blocked node first, and the panel naming Deployment solo; the footer offers p and c."""
+    blocked node first, and the panel naming Deployment solo and s; the footer offers p, c and s."""
     assert snap_compare(campaign_app(can_act=True), terminal_size=size, run_before=settled("enter"))
+
+
+def test_s_on_the_campaign_screen_asks_first_naming_the_node_and_its_workload(snap_compare: Any) -> None:
+    assert snap_compare(campaign_app(can_act=True), terminal_size=(80, 24), run_before=settled("enter", "s"))
 
 
 def test_campaign_screen_readonly_offers_no_steering() -> None:
@@ -334,7 +338,9 @@ def test_campaign_screen_readonly_offers_no_steering() -> None:
             assert isinstance(screen, CampaignScreen)
             assert screen.check_action("pause", ()) is False
             assert screen.check_action("cancel", ()) is False
-            await pilot.press("c")
+            assert screen.check_action("surge", ()) is False
+            assert "(press s)" not in screen.query_one(BlockerPanel).plain
+            await pilot.press("c", "s")
             await pilot.pause(0.1)
             assert app.screen is screen  # no question asked
 

@@ -49,6 +49,11 @@ def cancel(job_id: str) -> Call[JobInfo]:
     return Call(Method.CANCEL, {"job": job_id}, _job)
 
 
+def surge(job_id: str, nodes: Sequence[str]) -> Call[JobInfo]:
+    """Ask running campaign ``job_id`` to drain ``nodes`` through a surge (``jobs surge``, the screen's ``s``)."""
+    return Call(Method.SURGE, {"job": job_id, "nodes": list(nodes)}, _job)
+
+
 def nodes(
     connection: Connection, *, selector: str = "", plan: bool = False, options: DrainOptions | None = None
 ) -> Call[list[NodeRow]]:

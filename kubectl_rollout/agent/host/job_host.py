@@ -33,10 +33,12 @@ from kubectl_rollout.job_loop.cluster_queries.queries import workload_claim
 from kubectl_rollout.job_loop.loop import run_job
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events.base import Envelope, Event, UnknownEvent, decode_dataclass
+from kubectl_rollout.jobs.events.campaign import SurgeRequested
 from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobPaused, JobResumed, JobState
 from kubectl_rollout.jobs.events.stream import EventStream, new_job_id
 from kubectl_rollout.jobs.kinds import facts_for, target_of
+from kubectl_rollout.jobs.kinds.campaign import finished_node, surge_request_refusal
 from kubectl_rollout.jobs.kinds.drain import node_claim
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import Connection, JobResult, JobSpec
@@ -133,6 +135,7 @@ class JobHost:
                 emit=job.stream.emit,
                 cancel=job.cancel,
                 paused=job.paused,
+                surge_requests=job.surge_requests,
                 lease_holder=self.lease_holder,
                 job_id=job.id,
             )
@@ -158,6 +161,9 @@ class JobHost:
         body = json.dumps(envelope.as_dict())
         self.journal.append(envelope, body)
         event = envelope.event
+        node = finished_node(event)
+        if node is not None:
+            job.finished_nodes.add(node)
         claim = node_claim(job.spec.connection.context, event.node) if isinstance(event, NodeCordoned) else None
         assert self._post is not None
         self._post(functools.partial(job.push, envelope.seq, event.coalesce_key(), encode_event(body), claim))
@@ -242,6 +248,20 @@ class JobHost:
             word = "pause" if paused else "resume"
             job.stream.emit(JobPaused(by=f"jobs {word}") if paused else JobResumed(by=f"jobs {word}"))
             log.info("job %s: %s", job.id, "paused" if paused else "resumed")
+
+    def request_surge(self, job_id: str, nodes: list[str], *, by: str) -> None:
+        """Ask running campaign ``job_id`` to drain ``nodes`` through a surge: refused (nothing changed) for a job
+        that is no campaign or a node it does not drain (any more); journaled (``SurgeRequested``) before the
+        campaign hears of it, so that a resumed campaign surges them still."""
+        info, job = self._running(job_id)
+        refusal = surge_request_refusal(job.spec, finished=job.finished_nodes, nodes=nodes)
+        if refusal is not None:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, f"job {info.id} ({info.kind} {info.target}): {refusal}")
+        assert job.stream is not None
+        asked = tuple(dict.fromkeys(nodes))
+        job.stream.emit(SurgeRequested(nodes=asked, by=by))
+        job.surge_requests.ask(asked)
+        log.info("job %s: surge requested for %s", job.id, ", ".join(asked))
 
     def claims(self) -> dict[str, str]:
         """What the running jobs drive: claim → job id."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from kubectl_rollout.jobs.events.stream import EventStream
 from kubectl_rollout.jobs.kinds import facts_for
 from kubectl_rollout.jobs.spec import JobSpec
+from kubectl_rollout.jobs.surge_requests import SurgeRequests
 
 #: one event as clients get it: (seq, coalesce key, its encoded notification line)
 Line = tuple[int, str | None, bytes]
@@ -27,6 +28,11 @@ class LiveJob:
         self.cancel = threading.Event()
         #: set while paused (``run_job``'s ``paused``)
         self.paused = threading.Event()
+        #: a campaign's surge requests (``jobs surge``), journaled before they are handed over here
+        self.surge_requests = SurgeRequests()
+        #: a campaign's nodes finished in this run (done, skipped, kept): a surge request for one is refused.
+        #: Added to on the job's thread, read on the host's (a set's add and membership are atomic)
+        self.finished_nodes: set[str] = set()
         #: the job's event stream, made before its thread starts so that the host may emit into it too
         self.stream: EventStream | None = None
         self.lines = history

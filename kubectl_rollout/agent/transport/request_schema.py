@@ -182,7 +182,7 @@ def spec(value: Any, name: str) -> JobSpec:
         drain_options(value["drain"].get("options"), f"{name}.drain.options")
     if decoded.campaign is not None:
         # Its budget, rate, windows and labels are the campaign's body's to read, before its first write.
-        for field_name in ("nodes", "done", "started"):
+        for field_name in ("nodes", "done", "started", "surge_nodes"):
             for index, node in enumerate(getattr(decoded.campaign, field_name)):
                 object_name(node, f"{name}.campaign.{field_name}[{index}]")
         selector(decoded.campaign.selector, f"{name}.campaign.selector")
@@ -228,6 +228,7 @@ PARAMS: Mapping[str, tuple[Param, ...]] = {
     Method.CANCEL: _job(),
     Method.PAUSE: _job(),
     Method.RESUME: _job(),
+    Method.SURGE: (*_job(), Param("nodes", node_names, required=True)),
     Method.ATTACH: (
         *_job(),
         Param("from_seq", integer(1, INT64_MAX), default=1),

@@ -301,6 +301,9 @@ class AgentServer:
         if method in (Method.PAUSE, Method.RESUME):
             self.host.set_paused(str(params["job"]), method == Method.PAUSE)
             return self._info(params["job"]).as_dict()
+        if method == Method.SURGE:
+            self.host.request_surge(str(params["job"]), params["nodes"], by=f"jobs surge ({connection.client})")
+            return self._info(params["job"]).as_dict()
         if method == Method.SHUTDOWN:
             return self._shutdown(force=params["force"])
         if method == Method.ABORT:

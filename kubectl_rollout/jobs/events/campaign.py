@@ -258,6 +258,20 @@ class NodeKept(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SurgeRequested(Event):
+    """A person asked the running campaign to drain these nodes through a surge (``jobs surge``, the screen's
+    ``s``): a node draining now stops waiting for its PDB and is drained again with ``--surge`` (its evicted pods
+    stay evicted); a node of a later wave drains with ``--surge`` from its start. Journaled by the agent before
+    the campaign hears of it: a resumed campaign surges them still."""
+
+    TYPE = "SurgeRequested"
+
+    nodes: tuple[str, ...]
+    #: who asked, for a person ("jobs surge", "tui")
+    by: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class WindowClosed(Event):
     """No window is open: no node starts until ``next_opening`` (epoch seconds; None: none within a week)."""
 

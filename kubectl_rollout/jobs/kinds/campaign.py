@@ -12,13 +12,45 @@ from kubectl_rollout.jobs.kinds.drain import node_claim
 from kubectl_rollout.jobs.spec import JobKind
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from kubectl_rollout.jobs.events.base import Event
     from kubectl_rollout.jobs.spec import CampaignJob, JobSpec
 
 #: the events that end a node's part in a campaign: a resumed campaign never takes such a node again
 FINISHED_NODE_EVENTS = (campaign_events.NodeDone, campaign_events.NodeSkipped, campaign_events.NodeKept)
+
+
+def finished_node(event: Event) -> str | None:
+    """The campaign node ``event`` finishes, if it finishes one."""
+    return event.node if isinstance(event, FINISHED_NODE_EVENTS) else None
+
+
+def surge_request_refusal(spec: JobSpec, *, finished: Collection[str], nodes: Sequence[str]) -> str | None:
+    """Why a surge request for ``nodes`` cannot be taken by this job (``finished``: its nodes finished in this
+    run), or None. A campaign's own nodes only, none of them finished: a finished node is never drained again."""
+    if spec.campaign is None:
+        return f"a {spec.kind.value} job is no campaign; a drain surges with `drain NODE --surge`"
+    if not nodes:
+        return "name the nodes to surge"
+    campaign = spec.campaign
+    ours = set(campaign.nodes)
+    strangers = [n for n in nodes if n not in ours]
+    if strangers:
+        return f"{_nodes(strangers)} {'is' if len(strangers) == 1 else 'are'} not in this campaign"
+    over = [n for n in nodes if n in finished or n in campaign.done]
+    if over:
+        return (
+            f"{_nodes(over)} {'is' if len(over) == 1 else 'are'} finished in this campaign (done, skipped or kept) "
+            "and never drained again"
+        )
+    if campaign.plan_only or campaign.drain.dry_run is not DryRun.NONE:
+        return "a plan or a dry run drains nothing"
+    return None
+
+
+def _nodes(names: Sequence[str]) -> str:
+    return ", ".join(f"node/{n}" for n in names)
 
 
 def _section(spec: JobSpec) -> CampaignJob:
@@ -70,9 +102,13 @@ class CampaignFacts(JobKindFacts):
         done = tuple(dict.fromkeys((*campaign.done, *finished)))
         admitted = [n for e in events if isinstance(e, campaign_events.WaveStarted) for n in e.nodes]
         started = tuple(n for n in dict.fromkeys((*campaign.started, *admitted)) if n not in done)
-        if (done, started) == (campaign.done, campaign.started):
+        # A node a person asked to surge (``jobs surge``) and not finished drains with --surge from its start.
+        asked = [n for e in events if isinstance(e, campaign_events.SurgeRequested) for n in e.nodes]
+        surge = tuple(n for n in dict.fromkeys((*campaign.surge_nodes, *asked)) if n not in done)
+        if (done, started, surge) == (campaign.done, campaign.started, campaign.surge_nodes):
             return spec
-        return dataclasses.replace(spec, campaign=dataclasses.replace(campaign, done=done, started=started))
+        changed = dataclasses.replace(campaign, done=done, started=started, surge_nodes=surge)
+        return dataclasses.replace(spec, campaign=changed)
 
 
 CAMPAIGN = CampaignFacts()

@@ -79,6 +79,8 @@ class CampaignView(drain.DrainView):
     soak_restarts: int = 0
     hooks: tuple[ev.HookRan, ...] = ()
     campaign_finished: ev.CampaignFinished | None = None
+    #: nodes a person asked to drain through a surge (``jobs surge``, ``s``), in the order asked
+    surge_requested: tuple[str, ...] = ()
 
     def nodes_in(self, state: CampaignNodeState) -> list[str]:
         return sorted(n for n, s in self.states.items() if s is state)
@@ -150,6 +152,9 @@ def _fold_campaign(view: CampaignView, event: Event) -> CampaignView:
         return dataclasses.replace(view, campaign_plan=event, states=states, zones=zones)
     if isinstance(event, ev.WaveStarted):
         return dataclasses.replace(view, wave=event.index, wave_nodes=event.nodes, rate_until=None)
+    if isinstance(event, ev.SurgeRequested):
+        asked = tuple(dict.fromkeys((*view.surge_requested, *event.nodes)))
+        return dataclasses.replace(view, surge_requested=asked)
     if isinstance(event, drain_events.NodeCordoned) and event.node in view.states:
         return _with_state(view, event.node, CampaignNodeState.CORDONED)
     if isinstance(event, drain_events.NodeDrainStarted) and event.node in view.states:

@@ -8,15 +8,25 @@ the wave in progress and the next ones, the nodes blocked, failed, kept or
 stopped by the window's end before those draining, waiting and done, and the blocker panel of the drain's
 screen for the PDBs that hold the current wave's pods now (their workload by
 name, what ``--on-blocked surge`` would do). ``p`` pauses (no new wave, no new
-eviction) and ``c`` cancels, as on the drain's screen.
+eviction) and ``c`` cancels, as on the drain's screen. ``s`` (confirmed) asks the
+running campaign to drain the current wave's blocked nodes through a surge, where
+the workload a PDB holds can surge (``jobs.views.campaign_surge``): the campaign
+keeps its id, its window and its rate; only those nodes' drains start again.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
+from kubectl_rollout.agent.client import cluster_calls
+from kubectl_rollout.agent.errors import AgentError
+from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.views.blockers import PdbBlock, pdb_blocks
 from kubectl_rollout.jobs.views.campaign import CampaignView
 from kubectl_rollout.jobs.views.campaign_board import (
@@ -34,6 +44,8 @@ from kubectl_rollout.jobs.views.campaign_board import (
     window_now,
     zone_rows,
 )
+from kubectl_rollout.jobs.views.campaign_surge import surge_targets
+from kubectl_rollout.tui.agent_calls import CallRunner
 from kubectl_rollout.tui.formatting import countdown, duration
 from kubectl_rollout.tui.screens.job_screen import JobScreen
 from kubectl_rollout.tui.widgets.blocker_panel import BlockerPanel
@@ -182,7 +194,24 @@ def summary(view: CampaignView, rows: list[NodeRow], *, now: float) -> Text:
     return text
 
 
+def surge_question(job_id: str, targets: dict[str, tuple[WorkloadRef, ...]]) -> str:
+    """The confirmation of ``s``: the nodes, their workloads, and what happens to them and to the others."""
+    nodes = ", ".join(f"node/{n}" for n in targets)
+    workloads = ", ".join(str(w) for w in dict.fromkeys(w for ws in targets.values() for w in ws))
+    return (
+        f"Drain {nodes} through a surge?\n\n"
+        f"Campaign {job_id} stops waiting for the PDB there and drains {'it' if len(targets) == 1 else 'them'} "
+        f"again with --surge: {workloads} first get extra replicas on other nodes, each pod is evicted once its "
+        "stand-in is Ready, then the count comes back to what it was, so the PDB never drops below its minimum. "
+        "What was evicted stays evicted; the other nodes of the wave drain on, and the campaign keeps its window "
+        "and its rate. The request is journaled: a campaign resumed after a restart surges them still."
+    )
+
+
 class CampaignScreen(JobScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "surge", "Surge", tooltip="Drain the blocked nodes through a surge")
+    ]
     HELP_TEXT = (
         "A campaign: a pool of nodes drained in waves. At the top the wave in progress, the nodes out against "
         "the budget (and the zone budget), the rate and the soak (its time left, or the workloads it waits "
@@ -192,13 +221,19 @@ class CampaignScreen(JobScreen):
         "first: blocked (a PDB holds one of its pods now), failed, kept, stopped (by the window's end), "
         "draining, cordoned, soaking, waiting, skipped, done. Below, the blocker panel explains each "
         "PodDisruptionBudget holding the current wave's pods, names their workload and what would unblock it. "
-        "p pauses the campaign (no new wave, no new eviction), c cancels it."
+        "p pauses the campaign (no new wave, no new eviction), c cancels it. s (when a PDB holds a pod of the "
+        "current wave whose Deployment or managed workload can surge) asks the campaign to drain those nodes "
+        "through a surge: extra replicas elsewhere first; the other nodes drain on."
     )
 
     def __init__(self, job_id: str) -> None:
         super().__init__(job_id)
         #: the node rows and blocking PDBs of a view (worked out once per view: a pass over every pod)
         self._rows_of: tuple[object, list[NodeRow], list[PdbBlock]] | None = None
+        #: the nodes ``s`` is for in a view (worked out once per view)
+        self._targets_of: tuple[object, dict[str, tuple[WorkloadRef, ...]]] | None = None
+        #: ``s`` was confirmed and the request is on its way
+        self._asking = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -238,4 +273,51 @@ class CampaignScreen(JobScreen):
         self.query_one("#waves", LiveTable).sync([(str(w.index), wave_row(w)) for w in waves])
         needle = self.query_one(FilterBar).value
         self.query_one("#campaign-nodes", LiveTable).sync([(r.name, node_row(r)) for r in rows], needle=needle)
-        self.query_one(BlockerPanel).show_blocks(blocks, now=now)
+        self.query_one(BlockerPanel).show_blocks(blocks, now=now, surge_key=self.check_action("surge", ()) is True)
+
+    # --- s: the blocked nodes through a surge --------------------------------------------------
+
+    def _targets(self) -> dict[str, tuple[WorkloadRef, ...]]:
+        body = self.view.body
+        if self._targets_of is not None and self._targets_of[0] is body:
+            return self._targets_of[1]
+        targets = surge_targets(body) if isinstance(body, CampaignView) else {}
+        self._targets_of = (body, targets)
+        return targets
+
+    def _key_facts(self) -> tuple[object, ...]:
+        return (*super()._key_facts(), self._asking, tuple(self._targets()))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "surge":
+            # Shown only where it applies; --readonly and a recording never show it.
+            return self._may_steer() and not self._asking and self._job_running() and bool(self._targets())
+        return super().check_action(action, parameters)
+
+    @work(group="surge")
+    async def action_surge(self) -> None:
+        targets = self._targets()
+        if self.check_action("surge", ()) is not True:
+            return
+        from kubectl_rollout.tui.screens.dialogs.confirm import ConfirmScreen
+
+        question = surge_question(self.job_id, targets)
+        if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Surge")):
+            return
+        link: CallRunner | None = getattr(self.app, "cluster_link", None)
+        # Not the whole test again: a blocked pod is "evicting" for the moment of each retry, which would refuse a
+        # question just answered. The agent refuses a node finished meanwhile; one drained meanwhile is left be.
+        if link is None or self._asking or not (self._may_steer() and self._job_running()):
+            self.notify(f"job {self.job_id} ended or changed meanwhile: nothing was done", severity="warning")
+            return
+        self._asking = True
+        self.refresh_bindings()
+        try:
+            await link.run(cluster_calls.surge(self.job_id, list(targets)))
+        except AgentError as err:
+            self.notify(err.message, severity="error", timeout=20)
+            return
+        finally:
+            self._asking = False
+            self.refresh_bindings()
+        self.notify(f"job {self.job_id} drains {', '.join(f'node/{n}' for n in targets)} through a surge")

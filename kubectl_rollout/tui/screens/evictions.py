@@ -235,9 +235,7 @@ class EvictionsScreen(JobScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "surge":
             # Shown only where it applies; --readonly and a recording never show it.
-            source = self.rollout_app.source
-            can_act = source is not None and source.can_act and not self.rollout_app.readonly
-            return can_act and not self._replacing and self._job_running() and bool(self._surgeable())
+            return self._may_steer() and not self._replacing and self._job_running() and bool(self._surgeable())
         return super().check_action(action, parameters)
 
     @work(group="surge")

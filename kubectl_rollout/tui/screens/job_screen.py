@@ -51,6 +51,11 @@ class JobScreen(LiveScreen):
             return False
         return view.state is JobState.RUNNING or (info is not None and info.state in ("running", "pending"))
 
+    def _may_steer(self) -> bool:
+        """The job may be steered from here: its source can act (a recording cannot), and not ``--readonly``."""
+        source = self.rollout_app.source
+        return source is not None and source.can_act and not self.rollout_app.readonly
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in STEERING:
             source = self.rollout_app.source
@@ -87,9 +92,7 @@ class JobScreen(LiveScreen):
 
     def _key_facts(self) -> tuple[object, ...]:
         """What ``check_action`` decides from: the footer's keys change only when one of these does."""
-        source = self.rollout_app.source
-        can_act = source is not None and source.can_act and not self.rollout_app.readonly
-        return (can_act, self._job_running(), self.view.kind, self.view.paused)
+        return (self._may_steer(), self._job_running(), self.view.kind, self.view.paused)
 
     def show_changes(self, jobs: frozenset[str]) -> None:
         if self.job_id in jobs:
