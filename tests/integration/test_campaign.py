@@ -632,13 +632,14 @@ def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
     target, spare = dedicated_nodes(2)
-    # Six pods behind maxUnavailable 1, each replacement Ready 4 s after it starts: 20 s and more to drain the
-    # node, so the first window (10 s, time for the command to start on a busy machine) ends mid-drain.
+    # Six pods behind maxUnavailable 1, each replacement Ready 8 s after it starts: 40 s and more to drain the
+    # node, so the first window ends mid-drain; it is 25 s long, as the command may take 15 s to start its wave
+    # on a loaded machine (under load 15, 10 s were not enough: the window closed before the wave started).
     with only_schedulable(cluster, target, [spare]):
-        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "4s"})
+        deploy(cluster, namespace, "web", 6, pool=namespace, annotations={manifests.READY_AFTER: "8s"})
         add_pdb(cluster, namespace, "web", app="web", expected=6, max_unavailable=1)
     start = time.time()
-    first_close = start + 10
+    first_close = start + 25
     second_open = first_close + 8
     out = NodesOut(cluster, namespace).start()
     try:
