@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hack"))
 
 import campaign_figures  # noqa: E402
-from bench_drain import AUDIT_POLICY, KUBECTL, PLUGIN, ReadyLatency, deployment, percentile, reactions  # noqa: E402
+from bench_drain import AUDIT_POLICY, KUBECTL, PLUGIN, ReadyLatency, deployment, percentile  # noqa: E402
 from bench_support import audit_requests, completed_requests, timed  # noqa: E402
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
@@ -184,7 +184,7 @@ def campaign_breakdown(
         "bound": sum(campaign_figures.wave_bound(w, POOL_WORKLOADS, replicas, quickest) for w in waves),
         "cluster": [campaign_figures.cluster_time(w, rounds) for w in waves],
         "cluster_total": sum(campaign_figures.cluster_time(w, rounds) for w in waves),
-        "reactions": reactions(audit_log, namespace, list(POOL_WORKLOADS), AGENTS["campaign"], since, until),
+        "reactions": campaign_figures.reactions(rounds, waves),
         "evicted": sum(sum(w.evicted.values()) for w in waves),
         "accepted": accepted_evictions(audit_log, namespace, since, until),
     }

@@ -151,3 +151,24 @@ def cluster_time(wave: Wave, rounds: Iterable[Round]) -> float:
         if wave.start <= r.closed < wave.end:
             closed[r.app] = closed.get(r.app, 0.0) + r.seconds
     return max(closed.values(), default=0.0)
+
+
+def reactions(rounds: Iterable[Round], waves: Iterable[Wave]) -> list[float]:
+    """The campaign's reaction to each allowance it used within a wave: from the status write that allowed a
+    PDB's next eviction (received) to that eviction's completion, for the PDBs measured. An allowance whose
+    next eviction came in a later wave (the soak and the next wave's start lie between) is no reaction."""
+    spans = [(w.start, w.end) for w in waves]
+
+    def wave_of(t: float) -> int | None:
+        return next((i for i, (start, end) in enumerate(spans) if start <= t < end), None)
+
+    by_app: dict[str, list[Round]] = {}
+    for r in rounds:
+        by_app.setdefault(r.app, []).append(r)
+    found = []
+    for chain in by_app.values():
+        chain.sort(key=lambda r: r.closed)
+        for before, after in itertools.pairwise(chain):
+            if wave_of(before.opened) is not None and wave_of(before.opened) == wave_of(after.closed):
+                found.append(max(0.0, after.closed - before.opened))
+    return found

@@ -23,6 +23,7 @@ from campaign_figures import (
     cluster_rounds,
     cluster_time,
     quickest,
+    reactions,
     wave_bound,
     waves_of,
 )
@@ -167,3 +168,17 @@ def test_the_clusters_time_in_a_wave_is_its_longest_closed_pdb() -> None:
 
     assert cluster_time(wave, rounds) == pytest.approx(4.5)
     assert cluster_time(Wave(start=T0 + 30, end=T0 + 40), rounds) == 0.0
+
+
+def test_a_reaction_is_from_an_allowance_to_the_next_eviction_in_the_same_wave() -> None:
+    waves = [Wave(start=T0, end=T0 + 10), Wave(start=T0 + 10, end=T0 + 20)]
+    rounds = [
+        Round(app="web0", closed=T0 + 1, opened=T0 + 2.5),
+        Round(app="web0", closed=T0 + 2.51, opened=T0 + 4),  # 10 ms after the allowance
+        Round(app="web0", closed=T0 + 4.2, opened=T0 + 6),  # 200 ms
+        Round(app="web0", closed=T0 + 12, opened=T0 + 13),  # the next wave: the soak lay between, no reaction
+        Round(app="web1", closed=T0 + 3, opened=T0 + 3.9),
+        Round(app="web1", closed=T0 + 3.85, opened=T0 + 5),  # before the write's answer: no delay at all
+    ]
+
+    assert [round(r, 3) for r in sorted(reactions(rounds, waves))] == [0.0, 0.01, 0.2]
