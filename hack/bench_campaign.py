@@ -219,12 +219,12 @@ def run_pool(
             results[tool].append(figures)
             extra = ""
             if tool == "campaign":
-                rounds = figures["rounds"]
-                median_round = statistics.median(r.seconds for r in rounds)
+                measured = figures["rounds"]
+                median_round = statistics.median(r.seconds for r in measured)
                 reacted = figures["reactions"]
                 extra = (
                     f"  bound {figures['bound']:6.2f} s ({len(figures['waves'])} waves, R {figures['round']:.2f} s"
-                    f" the quickest of {len(rounds)} rounds, median {median_round:.2f} s;"
+                    f" the quickest of {len(measured)} rounds, median {median_round:.2f} s;"
                     f" r {figures['ready']:.2f} s creation to Ready; {figures['evicted']} evicted,"
                     f" {figures['accepted']} accepted by the API server; reaction p50"
                     f" {percentile(reacted, 0.5) * 1000:.0f} ms p95 {percentile(reacted, 0.95) * 1000:.0f} ms)\n"
