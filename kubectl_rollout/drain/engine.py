@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import threading
 import time
@@ -60,6 +59,7 @@ from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, api_message
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.json_pages import json_pages
 from kubectl_rollout.kube.permissions import Permission
 from kubectl_rollout.kube.pods import controller_of, is_daemonset_pod, qualified
 from kubectl_rollout.kube.slim_pods import SlimPod, slim_pod
@@ -283,25 +283,13 @@ class DrainEngine:
 
     def _list_pods(self, node: str) -> list[SlimPod]:
         """The node's pods, a page (``--chunk-size``) at a time, each kept slim from its JSON (``slim_pods``)."""
-        pods: list[SlimPod] = []
-        token = None
-        while True:
-            response = call_with_retry(
-                self.cluster.core.list_pod_for_all_namespaces,
-                field_selector=f"spec.nodeName={node}",
-                label_selector=self.options.pod_selector or None,
-                limit=self.options.chunk_size or None,
-                _continue=token,
-                _preload_content=False,
-            )
-            try:
-                page = json.loads(response.data)
-            finally:
-                response.release_conn()
-            pods.extend(slim_pod(item) for item in page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return pods
+        pages = json_pages(
+            self.cluster.core.list_pod_for_all_namespaces,
+            limit=self.options.chunk_size or None,
+            field_selector=f"spec.nodeName={node}",
+            label_selector=self.options.pod_selector or None,
+        )
+        return [slim_pod(item) for page in pages for item in page.get("items") or []]
 
     def _daemonset_lookups(self, pods: Iterable[Any]) -> dict[tuple[str, str], DaemonSetLookup]:
         lookups: dict[tuple[str, str], DaemonSetLookup] = {}

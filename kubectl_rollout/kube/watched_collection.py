@@ -19,7 +19,6 @@ pages its lists too) and never builds a model.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import socket
 import threading
@@ -33,6 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_outage import ApiUnreachableError
 from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.json_pages import json_pages
 
 log = logging.getLogger(__name__)
 
@@ -200,22 +200,12 @@ class WatchedCollection:
         watch thread lists again from the start.
         """
         objects: dict[Key, Any] = {}
-        token: str | None = None
-        while True:
-            page_kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False}
-            if token:
-                page_kwargs["_continue"] = token
-            response = call_with_retry(self._list_func, **self._list_kwargs, **page_kwargs)
-            try:
-                page = json.loads(response.data)
-            finally:
-                response.release_conn()
+        version = ""
+        for page in json_pages(self._list_func, limit=PAGE_SIZE, **self._list_kwargs):
             for item in page.get("items") or []:
                 objects[json_key_of(item)] = transform(item)
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue")
-            if not token:
-                return objects, str(metadata.get("resourceVersion"))
+            version = str((page.get("metadata") or {}).get("resourceVersion"))
+        return objects, version
 
     def _run(self) -> None:
         resource_version: str | None = None
