@@ -76,8 +76,9 @@ if [ -z "${ROLLOUT_PLUS_TEST_KUBECONFIG:-}" ]; then
   export ROLLOUT_PLUS_TEST_KUBECONFIG=$kubeconfig
 fi
 echo "run-suite: meanwhile the tests not marked serial, on $workers workers" >&2
-"${pytest[@]}" -n "$workers" --dist loadgroup -m "not serial" $(junit parallel) ${args[@]+"${args[@]}"}
-parallel=$?
+"${pytest[@]}" -n "$workers" --dist loadgroup -m "not serial" $(junit parallel) ${args[@]+"${args[@]}"} \
+  2>&1 | tee "$logs/parallel.log"
+parallel=${PIPESTATUS[0]}
 
 wait "$rollouts_pid"
 rollouts=$?
@@ -87,6 +88,13 @@ for stream in rollouts others; do
   echo "run-suite: ---- the serial stream '$stream' ----" >&2
   cat "$logs/$stream.log"
 done
+
+# The failures of all three runs once more, last, where a log's tail (CI keeps only the tail) shows them.
+failures=$(grep -h -E '^(FAILED|ERROR) |^run-suite: .*did not start' "$logs/parallel.log" "$logs/rollouts.log" "$logs/others.log" 2>/dev/null)
+if [ -n "$failures" ]; then
+  echo "run-suite: ---- what failed, in all three runs ----" >&2
+  echo "$failures" >&2
+fi
 
 # pytest's 5 is "no test ran": fine for one run when another ran some (a -k that selects only one kind).
 if [ "$parallel" = 5 ] && [ "$rollouts" = 5 ] && [ "$others" = 5 ]; then exit 5; fi
