@@ -38,6 +38,7 @@ from kubectl_rollout.jobs.events.drain import NodeCordoned
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import CampaignJob, Connection, DrainOptions, JobKind, JobSpec, NodeOrder
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.record_names import CAMPAIGN_TAINT, CAMPAIGN_TAINT_EFFECT
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -115,6 +116,64 @@ class NodesOut(Follower):
     def stop(self) -> NodesOut:
         self._end()
         return self
+
+
+#: one node as the watcher saw it: cordoned, the value of the campaign taint (None: none), the other taints
+NodeState = tuple[bool, str | None, tuple[str, ...]]
+
+
+def state_of(node: Any) -> NodeState:
+    ours = None
+    others = []
+    for taint in node.spec.taints or []:
+        if taint.key == CAMPAIGN_TAINT and taint.effect == CAMPAIGN_TAINT_EFFECT:
+            ours = taint.value
+        else:
+            others.append(f"{taint.key}:{taint.effect}")
+    return bool(node.spec.unschedulable), ours, tuple(sorted(others))
+
+
+class NodeTaints(NodesOut):
+    """``NodesOut``, and every state the pool's nodes went through (``history``: one snapshot of all of them
+    per change: cordoned, the campaign's taint, the other taints; ``seen_at``: when each was seen)."""
+
+    def __init__(self, cluster: Cluster, pool: str) -> None:
+        super().__init__(cluster, pool)
+        self.now: dict[str, NodeState] = {}
+        self.history: list[dict[str, NodeState]] = []
+        #: when the watcher saw each snapshot of ``history`` (wall clock)
+        self.seen_at: list[float] = []
+
+    def _seed(self, items: list[Any]) -> None:
+        super()._seed(items)
+        self.now = {node.metadata.name: state_of(node) for node in items}
+        self.history.append(dict(self.now))
+        self.seen_at.append(time.time())
+
+    def _apply(self, kind: str, node: Any) -> None:
+        super()._apply(kind, node)
+        if not self.history:
+            return  # seeding: one snapshot once all are in
+        if kind == "DELETED":
+            self.now.pop(node.metadata.name, None)
+        else:
+            self.now[node.metadata.name] = state_of(node)
+        if self.history[-1] != self.now:
+            self.history.append(dict(self.now))
+            self.seen_at.append(time.time())
+
+    def tainted_between(self, since: float, until: float) -> set[str]:
+        """The nodes any snapshot seen from ``since`` to ``until`` shows with a campaign's taint."""
+        return {
+            name
+            for at, snapshot in zip(self.seen_at, self.history, strict=True)
+            if since <= at <= until
+            for name, (_, ours, _) in snapshot.items()
+            if ours is not None
+        }
+
+    def ever_tainted(self) -> set[str]:
+        return {name for snapshot in self.history for name, (_, ours, _) in snapshot.items() if ours is not None}
 
 
 def zoned_nodes(cluster: Cluster, dedicated_nodes: Any, count: int) -> dict[str, str]:
@@ -571,7 +630,7 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
     nodes = dedicated_nodes(5)
     deploy(cluster, namespace, "web", 8, pool=namespace, annotations={manifests.READY_AFTER: "1s"})
     add_pdb(cluster, namespace, "web", app="web", expected=8, max_unavailable=1)
-    out = NodesOut(cluster, namespace).start()
+    out = NodeTaints(cluster, namespace).start()
     healthy = HealthyPods(cluster, namespace).start()
     try:
         with connect(name="test") as agent:  # the agent is up before the clock of the windows starts
@@ -591,8 +650,10 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
                 ),
             )
             job = agent.submit(spec)
-        # the wait between the windows: nothing in progress any more
-        before = _follow(job.id, until=lambda e: isinstance(e, ev.WindowClosed) and not e.in_progress)
+        # the wait between the windows: nothing in progress any more, the soft taint taken off the nodes still
+        # to come (which come after the WindowClosed that starts the wait)
+        before = _follow(job.id, until=lambda e: isinstance(e, ev.PendingUntainted) and e.reason == "window")
+        lifted_at = time.time()
         os.kill(pid, signal.SIGKILL)
         assert _wait_gone(pid, 10)
         killed_at = time.time()
@@ -626,6 +687,17 @@ def test_a_window_that_closes_mid_campaign_is_waited_for_across_an_agent_sigkill
     assert {n: draining_events(cluster, n) for n in nodes} == dict.fromkeys(nodes, 1)
     assert minimum["web"] >= 7, minimum
     assert all(not cluster.core.read_node(n).spec.unschedulable for n in nodes)
+    # The soft taint: off the nodes still to come while the job waits for the second window (the resumed
+    # agent, which takes the killed one's taints over, does not put it back while the window is closed), back
+    # on each of them once it opens, and off every node at the end.
+    lifted = next(e.event for e in before if isinstance(e.event, ev.PendingUntainted))
+    assert sorted(lifted.nodes) == sorted(done_after), (lifted, done_after)
+    assert out.tainted_between(lifted_at + 1, second_open - 1) == set()
+    assert out.tainted_between(second_open - 1, time.time()) == set(done_after)
+    retainted = [e.event for e in after if isinstance(e.event, ev.PendingTainted)]
+    assert retainted, [type(e.event).__name__ for e in after]
+    assert sorted(retainted[0].nodes) == sorted(done_after), retainted
+    assert all(ours is None for _, ours, _ in out.now.values()), out.now
 
 
 def test_at_the_windows_end_stop_stops_the_drain_in_progress_and_the_next_window_finishes_it(

@@ -1,7 +1,9 @@
 """A campaign's soft taint on the nodes it has still to drain, against the real control plane and scheduler.
 
-A watcher follows every change of the test's nodes (``NodeTaints``): whether each is cordoned and which
-campaign's taint it carries, so that what held *while* the campaign ran is checked, not only its end.
+A watcher follows every change of the test's nodes (``NodeTaints``, beside the campaign's other tests):
+whether each is cordoned and which campaign's taint it carries, so that what held *while* the campaign ran is
+checked, not only its end. (The wait between two windows, which lifts the taints, is checked by the window
+test there.)
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import manifests
 import pytest
 from cluster_setup import deploy
 from integration.test_agent import _follow, _wait_gone, agent_dir  # noqa: F401  (agent_dir: a fixture)
-from integration.test_campaign import NodesOut, by_type, campaign
+from integration.test_campaign import NodeTaints, by_type, campaign, state_of
 from integration.test_drain import only_schedulable
 from plugin import RunningPlugin, run_plugin
 
@@ -27,49 +29,6 @@ from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import CampaignJob, Connection, JobKind, JobSpec, NodeOrder
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.record_names import CAMPAIGN_TAINT, CAMPAIGN_TAINT_EFFECT
-
-#: one node as the watcher saw it: cordoned, the value of the campaign taint (None: none), the other taints
-NodeState = tuple[bool, str | None, tuple[str, ...]]
-
-
-def state_of(node: Any) -> NodeState:
-    ours = None
-    others = []
-    for taint in node.spec.taints or []:
-        if taint.key == CAMPAIGN_TAINT and taint.effect == CAMPAIGN_TAINT_EFFECT:
-            ours = taint.value
-        else:
-            others.append(f"{taint.key}:{taint.effect}")
-    return bool(node.spec.unschedulable), ours, tuple(sorted(others))
-
-
-class NodeTaints(NodesOut):
-    """``NodesOut``, and every state the pool's nodes went through (``history``: one snapshot of all of them
-    per change: cordoned, the campaign's taint, the other taints)."""
-
-    def __init__(self, cluster: Cluster, pool: str) -> None:
-        super().__init__(cluster, pool)
-        self.now: dict[str, NodeState] = {}
-        self.history: list[dict[str, NodeState]] = []
-
-    def _seed(self, items: list[Any]) -> None:
-        super()._seed(items)
-        self.now = {node.metadata.name: state_of(node) for node in items}
-        self.history.append(dict(self.now))
-
-    def _apply(self, kind: str, node: Any) -> None:
-        super()._apply(kind, node)
-        if not self.history:
-            return  # seeding: one snapshot once all are in
-        if kind == "DELETED":
-            self.now.pop(node.metadata.name, None)
-        else:
-            self.now[node.metadata.name] = state_of(node)
-        if self.history[-1] != self.now:
-            self.history.append(dict(self.now))
-
-    def ever_tainted(self) -> set[str]:
-        return {name for snapshot in self.history for name, (_, ours, _) in snapshot.items() if ours is not None}
 
 
 @pytest.mark.timeout(300)
