@@ -38,11 +38,11 @@ from kubectl_rollout.campaign.pod_rules import holds_node, rule_filter, rule_of,
 from kubectl_rollout.campaign.settings import CampaignSettings, NodeLabel, settings_of
 from kubectl_rollout.drain.engine import DrainEngine, DrainError, NodeOutcome
 from kubectl_rollout.drain.node_events import record_event_on_node
-from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
+from kubectl_rollout.drain.workload_availability import owning_workloads, wait_until_available
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events.base import Event
-from kubectl_rollout.jobs.events.drain import WaitingForWorkloads, WorkloadRef
+from kubectl_rollout.jobs.events.drain import WaitingForWorkloads
 from kubectl_rollout.jobs.events.eviction import DryRun
 from kubectl_rollout.jobs.kinds.campaign import FINISHED_NODE_EVENTS
 from kubectl_rollout.jobs.spec import AtWindowEnd, CampaignJob, Connection, OnBlocked, OnHookFailure
@@ -574,12 +574,7 @@ class CampaignEngine:
 
     def _soak(self, index: int, drained: list[_NodeResult]) -> None:
         started = time.monotonic()
-        workloads: set[WorkloadRef] = set()
-        for result in drained:
-            for pod in result.evicted:
-                workload = owning_workload(self.cluster, pod)
-                if workload is not None:
-                    workloads.add(workload)
+        workloads = owning_workloads(self.cluster, (pod for result in drained for pod in result.evicted))
         self.emit(ev.SoakStarted(index=index, seconds=self.job.soak, workloads=tuple(sorted(workloads))))
 
         def counting() -> None:

@@ -45,7 +45,7 @@ from kubectl_rollout.drain.pod_owners import OwnerLookup
 from kubectl_rollout.drain.surge.decision import parse_surge_max
 from kubectl_rollout.drain.surge.leftovers import restore_leftovers
 from kubectl_rollout.drain.surge.session import SurgeSession
-from kubectl_rollout.drain.workload_availability import owning_workload, wait_until_available
+from kubectl_rollout.drain.workload_availability import owning_workloads, wait_until_available
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
@@ -53,7 +53,6 @@ from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
-from kubectl_rollout.jobs.events.drain import WorkloadRef
 from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodFailed
 from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
@@ -489,11 +488,7 @@ class DrainEngine:
             session.finish()
 
     def _wait_for_workloads(self, evicted: list[Any]) -> None:
-        workloads: set[WorkloadRef] = set()
-        for pod in evicted:
-            workload = owning_workload(self.cluster, pod)
-            if workload is not None:
-                workloads.add(workload)
+        workloads = owning_workloads(self.cluster, evicted)
         if not workloads:
             return
         started = time.monotonic()

@@ -44,6 +44,23 @@ def owning_workload(cluster: Cluster, pod: Any) -> WorkloadRef | None:
     return None
 
 
+def owning_workloads(cluster: Cluster, pods: Iterable[Any]) -> set[WorkloadRef]:
+    """The top-level replicated workloads of ``pods`` (``owning_workload`` of each): one ReplicaSet read per
+    ReplicaSet however many of its pods there are (a wave's evicted pods are hundreds of a few)."""
+    found: set[WorkloadRef] = set()
+    asked: set[tuple[str, str, str]] = set()
+    for pod in pods:
+        ref = controller_of(pod)
+        key = (pod.metadata.namespace, ref.kind, ref.name) if ref is not None else None
+        if key is None or key in asked:
+            continue
+        asked.add(key)
+        workload = owning_workload(cluster, pod)
+        if workload is not None:
+            found.add(workload)
+    return found
+
+
 def available_and_desired(obj: Any) -> tuple[int, int]:
     desired = obj.spec.replicas if obj.spec.replicas is not None else 1
     return (obj.status.available_replicas or 0) if obj.status else 0, desired

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -219,6 +220,16 @@ def test_throttled_drain_completes_and_waits_at_least_retry_after(throttled: tup
     assert gaps, "no throttled request of ours was repeated: the audit log proves nothing"
     too_soon = [(what, round(gap, 4)) for what, gap in gaps if gap < retry_after]
     assert too_soon == [], too_soon
+    # One answered read per ReplicaSet, however many of its pods the PDB held at the same moment: the eviction
+    # threads asking at once wait for one read (each used to send its own, which the gaps above took for a
+    # retry sent too soon); a read sent again is a retry after a 429.
+    answered = Counter(
+        r["requestURI"]
+        for r in ours
+        if r["verb"] == "get" and "/replicasets/" in r["requestURI"] and not refused_by_throttling(r)
+    )
+    assert answered, "the drain never read a ReplicaSet: no pod's owner was named"
+    assert set(answered.values()) == {1}, answered
     pods = call_with_retry(cluster.core.list_namespaced_pod, namespace).items
     remaining = [p for p in pods if p.spec.node_name == "kwok-node-0"]
     assert remaining == []
