@@ -25,8 +25,10 @@ from kubectl_rollout.kube.unreachable import ClusterAccessError, describe_unreac
 
 #: how long a command waits for a server that never answered before it says so (DESIGN: "within ~3 s")
 FIRST_CONTACT_SECONDS = 2.5
-#: added to the wait for the probe's thread: its own timeout ends it first, unless a name lookup hangs
-_THREAD_GRACE = 0.3
+#: added to the wait for the probe's thread: its own timeout ends it first, unless a name lookup hangs. Room
+#: for a loaded machine to schedule the thread whose timeout fired: with 0.3 s, at load 15, the wait ran out
+#: first and a silent server was worded as a hang ("within 2.5s ... DNS") instead of "did not answer in time".
+_THREAD_GRACE = 1.0
 
 #: ``ask(timeout)`` makes one request and returns the HTTP status it got
 Ask = Callable[[float], int]

@@ -111,6 +111,10 @@ class WarmServer:
         self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
         self.selector.register(0, selectors.EVENT_READ, "agent")
         _log(f"pid {os.getpid()} listening on {self.path}")
+        if self.agent_pipe:
+            # The agent's idle clock starts again once commands can be answered warm: a start slowed by a loaded
+            # machine does not use up the idle time the first command has to reach it.
+            _tell_agent_in_use()
         while self.stopping_since is None or self.running:
             timeout = 1.0
             for key, _events in self.selector.select(timeout):
