@@ -656,11 +656,15 @@ def test_scale_mid_rollout_side_by_side(both: SideBySide, new_size: int) -> None
 
 def test_pause_mid_rollout_then_resume_side_by_side(both: SideBySide) -> None:
     # Both sides are paused mid-rollout (v1 -> v2), take a real change while paused (v3: no ReplicaSet is
-    # created, nothing moves), and are resumed: both finish at v3, the fenceposts watched throughout.
+    # created, nothing moves), and are resumed: both finish at v3, the fenceposts watched throughout. The v2
+    # pod never becomes Ready, so both rollouts wait at their first step until the pause lands, however long
+    # the CLI takes to start (with v2 Ready after 2 s, a loaded machine's 8-16 s start let the rollout end
+    # first); the resumed rollout to v3 scales that pod down.
     document = workload("web", 6, surge=1, unavailable=0, ready_after="2s")
     both.apply(document)
     both.watch()
     v2 = with_image(document, "registry.example/app:v2")
+    v2["spec"]["template"]["metadata"]["annotations"][manifests.BEHAVIOUR] = "never-ready"
     driver = start_apply(both.kubeconfig, both.ours, v2, both.tmp_path)
     both.change_template(v2)
     for namespace in (both.ours, both.theirs):
