@@ -269,9 +269,13 @@ class RolloutDriver:
                 self._wait_for_change()
         finally:
             self._canary.stop()
-            for collection in watches:
-                collection.stop()
-            lease.release()
+            try:
+                # Before the watches stop: a stopped watch's socket is shut down, and a request after it would
+                # find that dead connection in the pool first and open a new one (a TLS handshake at the end).
+                lease.release()
+            finally:
+                for collection in watches:
+                    collection.stop()
 
     def _wait_for_change(self) -> None:
         """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick);
