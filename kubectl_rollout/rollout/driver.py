@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,8 +103,12 @@ class RolloutDriver:
         options: DriveOptions,
         *,
         following: str | None = None,
+        selector: Mapping[str, Any] | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
+
+        ``selector``: the workload's selector when the caller just read or wrote its record (it never changes),
+        so that its pods are listed at the start beside the rest, not after the record's list.
 
         ``context.lease_holder``: the identity to hold the workload's Lease under (default: one of this
         process's own); an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held
@@ -125,6 +129,7 @@ class RolloutDriver:
         self.auto_rollback = options.auto_rollback
         self.fail_after_restarts = options.fail_after_restarts
         self.following = following
+        self.selector = selector
         self.lease_holder = context.lease_holder
         self.paused = context.paused
         #: what the pause switch asked for when the driver last acted on it
@@ -172,6 +177,15 @@ class RolloutDriver:
             **kwargs,
         ).start(wait_synced=None)
 
+    def _watch_pods(self, selector: Mapping[str, Any]) -> WatchedCollection:
+        return self._watch(
+            self.cluster.core.list_namespaced_pod,
+            "pods",
+            # the few fields the driver reads (watched_pods.py), not the pods' models
+            transform=watched_pod,
+            label_selector=selector_to_string(selector),
+        )
+
     def run(self) -> RolloutResult:
         lease = WorkloadLease(
             self.cluster,
@@ -182,16 +196,24 @@ class RolloutDriver:
             subject=f'managed workload "{self.name}" is being driven',
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
-        lease.acquire()
-        if self.following is not None or lease.took_from_gone:
-            self.emit(
-                ev.TookOver(
-                    workload=self.name,
-                    lease=f"{self.namespace}/{lease.name}",
-                    previous_holder=lease.took_from_gone or self.following or "",
-                    holder_ended=lease.gone_because,
+
+        def take_lease() -> None:
+            lease.acquire()
+            if self.following is not None or lease.took_from_gone:
+                self.emit(
+                    ev.TookOver(
+                        workload=self.name,
+                        lease=f"{self.namespace}/{lease.name}",
+                        previous_holder=lease.took_from_gone or self.following or "",
+                        holder_ended=lease.gone_because,
+                    )
                 )
-            )
+
+        # A job that just recorded a spec change (it knows the selector) lists while it takes the Lease: its
+        # start is their sum otherwise. One that may well find the Lease held (status -w) takes it first, so that
+        # it does not list everything only to follow another driver. Nothing is acted on before the Lease is ours.
+        if self.selector is None:
+            take_lease()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         watches: list[WatchedCollection] = []
         try:
@@ -213,8 +235,14 @@ class RolloutDriver:
             if self.respect_pdbs:
                 pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
                 watches.append(pdbs)
-            # The pods' selector is the record's: the other lists run meanwhile (a job's start is their sum otherwise).
+            if self.selector is not None:
+                # The selector of the record just written (immutable): the pods are listed beside the rest.
+                pods = self._watch_pods(self.selector)
+                watches.append(pods)
+                take_lease()
+            # Else the pods' selector is the record's: the other lists run meanwhile.
             records.wait_synced()
+            synced = False
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
@@ -247,16 +275,12 @@ class RolloutDriver:
                     self._workload_paused = bool(record.spec.paused)
                 self._follow_pause_switch(record)
                 if pods is None:
-                    pods = self._watch(
-                        self.cluster.core.list_namespaced_pod,
-                        "pods",
-                        # the few fields the driver reads (watched_pods.py), not the pods' models
-                        transform=watched_pod,
-                        label_selector=selector_to_string(record.spec.selector),
-                    )
+                    pods = self._watch_pods(record.spec.selector)
                     watches.append(pods)
+                if not synced:
                     for collection in watches:
                         collection.wait_synced()
+                    synced = True
                 outcome = self._sync(record, rs_watch.snapshot(), pods.snapshot(), pdbs)
                 if outcome is not None:
                     return outcome
