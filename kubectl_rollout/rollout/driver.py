@@ -69,6 +69,8 @@ from kubectl_rollout.rollout.state import (
 from kubectl_rollout.rollout.steps.weights import Counts
 from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
 
+#: the driver's own last status writes it remembers, for a record watch that lags them
+WRITES_KEPT = 8
 #: waiting reasons that mean a new pod will not start without a change to the workload
 IMAGE_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
 
@@ -153,6 +155,8 @@ class RolloutDriver:
         self._reported = RolloutStatus()
         #: the ReplicaSets this driver created (and reported): each is reported once, however far a watch lags
         self._created: set[str] = set()
+        #: our last status writes: the record's resourceVersion each was written over -> the record as written
+        self._written: dict[str, Record] = {}
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
         #: the workload's canary steps, when it has some
@@ -270,7 +274,7 @@ class RolloutDriver:
                         message=f'managed workload "{self.name}" was deleted',
                         outcome=RolloutOutcome.DELETED,
                     )
-                record = from_config_map(raw)
+                record = self._as_written(raw)
                 if record.generation >= self._awaited_generation:
                     self._workload_paused = bool(record.spec.paused)
                 self._follow_pause_switch(record)
@@ -300,6 +304,19 @@ class RolloutDriver:
             finally:
                 for collection in watches:
                     collection.stop()
+
+    def _as_written(self, raw: Any) -> Record:
+        """The record as the watch has it, or as our own status writes left it when the watch has not brought
+        them back yet: a pass on an older version would be refused (409) and wait for the watch."""
+        version = raw.metadata.resource_version
+        if version not in self._written:
+            return from_config_map(raw)
+        seen = {version}
+        record = self._written[version]
+        while record.resource_version in self._written and record.resource_version not in seen:
+            seen.add(record.resource_version)
+            record = self._written[record.resource_version]
+        return record
 
     def _wait_for_change(self) -> None:
         """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick);
@@ -416,7 +433,11 @@ class RolloutDriver:
         before = record.status
         if status != record.status:
             try:
+                written_over = record.resource_version
                 record = save_status(self.cluster, record, status)
+                self._written[written_over] = record
+                while len(self._written) > WRITES_KEPT:
+                    self._written.pop(next(iter(self._written)))
             except StaleRecord:
                 return None  # the watch has not caught up with our last write; the next pass will
         self._report_conditions(record.status)
