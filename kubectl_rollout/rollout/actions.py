@@ -135,7 +135,7 @@ def _run(
             message=f"generation {record.generation} recorded; not driven",
             paused=record.spec.paused,
         )
-    result = drive(cluster, record.namespace, record.name, action.drive, context)
+    result = drive(cluster, record.namespace, record.name, action.drive, context, selector=record.spec.selector)
     return _finished(record.name, record.namespace, result)
 
 

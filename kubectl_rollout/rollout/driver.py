@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,8 @@ from kubectl_rollout.rollout.state import (
 from kubectl_rollout.rollout.steps.weights import Counts
 from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
 
+#: the driver's own last status writes it remembers, for a record watch that lags them
+WRITES_KEPT = 8
 #: waiting reasons that mean a new pod will not start without a change to the workload
 IMAGE_FAILURES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
 
@@ -103,8 +105,12 @@ class RolloutDriver:
         options: DriveOptions,
         *,
         following: str | None = None,
+        selector: Mapping[str, Any] | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
+
+        ``selector``: the workload's selector when the caller just read or wrote its record (it never changes),
+        so that its pods are listed at the start beside the rest, not after the record's list.
 
         ``context.lease_holder``: the identity to hold the workload's Lease under (default: one of this
         process's own); an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held
@@ -125,6 +131,7 @@ class RolloutDriver:
         self.auto_rollback = options.auto_rollback
         self.fail_after_restarts = options.fail_after_restarts
         self.following = following
+        self.selector = selector
         self.lease_holder = context.lease_holder
         self.paused = context.paused
         #: what the pause switch asked for when the driver last acted on it
@@ -148,6 +155,8 @@ class RolloutDriver:
         self._reported = RolloutStatus()
         #: the ReplicaSets this driver created (and reported): each is reported once, however far a watch lags
         self._created: set[str] = set()
+        #: our last status writes: the record's resourceVersion each was written over -> the record as written
+        self._written: dict[str, Record] = {}
         #: what this pass did to the ReplicaSets, so that its report shows them as they now are
         self._done: list[ev.ReplicaSetAction] = []
         #: the workload's canary steps, when it has some
@@ -172,6 +181,15 @@ class RolloutDriver:
             **kwargs,
         ).start(wait_synced=None)
 
+    def _watch_pods(self, selector: Mapping[str, Any]) -> WatchedCollection:
+        return self._watch(
+            self.cluster.core.list_namespaced_pod,
+            "pods",
+            # the few fields the driver reads (watched_pods.py), not the pods' models
+            transform=watched_pod,
+            label_selector=selector_to_string(selector),
+        )
+
     def run(self) -> RolloutResult:
         lease = WorkloadLease(
             self.cluster,
@@ -182,16 +200,24 @@ class RolloutDriver:
             subject=f'managed workload "{self.name}" is being driven',
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
-        lease.acquire()
-        if self.following is not None or lease.took_from_gone:
-            self.emit(
-                ev.TookOver(
-                    workload=self.name,
-                    lease=f"{self.namespace}/{lease.name}",
-                    previous_holder=lease.took_from_gone or self.following or "",
-                    holder_ended=lease.gone_because,
+
+        def take_lease() -> None:
+            lease.acquire()
+            if self.following is not None or lease.took_from_gone:
+                self.emit(
+                    ev.TookOver(
+                        workload=self.name,
+                        lease=f"{self.namespace}/{lease.name}",
+                        previous_holder=lease.took_from_gone or self.following or "",
+                        holder_ended=lease.gone_because,
+                    )
                 )
-            )
+
+        # A job that just recorded a spec change (it knows the selector) lists while it takes the Lease: its
+        # start is their sum otherwise. One that may well find the Lease held (status -w) takes it first, so that
+        # it does not list everything only to follow another driver. Nothing is acted on before the Lease is ours.
+        if self.selector is None:
+            take_lease()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         watches: list[WatchedCollection] = []
         try:
@@ -213,8 +239,14 @@ class RolloutDriver:
             if self.respect_pdbs:
                 pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
                 watches.append(pdbs)
-            # The pods' selector is the record's: the other lists run meanwhile (a job's start is their sum otherwise).
+            if self.selector is not None:
+                # The selector of the record just written (immutable): the pods are listed beside the rest.
+                pods = self._watch_pods(self.selector)
+                watches.append(pods)
+                take_lease()
+            # Else the pods' selector is the record's: the other lists run meanwhile.
             records.wait_synced()
+            synced = False
             while True:
                 # Cancellation is checked between passes only: a pass's writes each leave the record whole.
                 if self.cancel.is_set():
@@ -242,21 +274,17 @@ class RolloutDriver:
                         message=f'managed workload "{self.name}" was deleted',
                         outcome=RolloutOutcome.DELETED,
                     )
-                record = from_config_map(raw)
+                record = self._as_written(raw)
                 if record.generation >= self._awaited_generation:
                     self._workload_paused = bool(record.spec.paused)
                 self._follow_pause_switch(record)
                 if pods is None:
-                    pods = self._watch(
-                        self.cluster.core.list_namespaced_pod,
-                        "pods",
-                        # the few fields the driver reads (watched_pods.py), not the pods' models
-                        transform=watched_pod,
-                        label_selector=selector_to_string(record.spec.selector),
-                    )
+                    pods = self._watch_pods(record.spec.selector)
                     watches.append(pods)
+                if not synced:
                     for collection in watches:
                         collection.wait_synced()
+                    synced = True
                 outcome = self._sync(record, rs_watch.snapshot(), pods.snapshot(), pdbs)
                 if outcome is not None:
                     return outcome
@@ -269,9 +297,26 @@ class RolloutDriver:
                 self._wait_for_change()
         finally:
             self._canary.stop()
-            for collection in watches:
-                collection.stop()
-            lease.release()
+            try:
+                # Before the watches stop: a stopped watch's socket is shut down, and a request after it would
+                # find that dead connection in the pool first and open a new one (a TLS handshake at the end).
+                lease.release()
+            finally:
+                for collection in watches:
+                    collection.stop()
+
+    def _as_written(self, raw: Any) -> Record:
+        """The record as the watch has it, or as our own status writes left it when the watch has not brought
+        them back yet: a pass on an older version would be refused (409) and wait for the watch."""
+        version = raw.metadata.resource_version
+        if version not in self._written:
+            return from_config_map(raw)
+        seen = {version}
+        record = self._written[version]
+        while record.resource_version in self._written and record.resource_version not in seen:
+            seen.add(record.resource_version)
+            record = self._written[record.resource_version]
+        return record
 
     def _wait_for_change(self) -> None:
         """Until a watch wakes the loop, the pause switch is flipped, or a second has passed (the deadline's tick);
@@ -388,7 +433,11 @@ class RolloutDriver:
         before = record.status
         if status != record.status:
             try:
+                written_over = record.resource_version
                 record = save_status(self.cluster, record, status)
+                self._written[written_over] = record
+                while len(self._written) > WRITES_KEPT:
+                    self._written.pop(next(iter(self._written)))
             except StaleRecord:
                 return None  # the watch has not caught up with our last write; the next pass will
         self._report_conditions(record.status)

@@ -51,6 +51,26 @@ def test_kubeconfig_list_is_merged_and_first_file_wins(tmp_path: Path) -> None:
     assert other_ns.namespace == "ops"
 
 
+def test_a_relative_certificate_path_resolves_against_its_own_kubeconfig_file(tmp_path: Path) -> None:
+    """Each file is parsed once, but an entry's relative paths still resolve against the file it came from."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "pki").mkdir(parents=True)
+    (tmp_path / "b" / "pki" / "ca.crt").write_text("not read until a request\n")
+    (tmp_path / "a" / "config").write_text("apiVersion: v1\nkind: Config\ncurrent-context: dev\n")
+    (tmp_path / "b" / "config").write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://10.0.0.3:6443', certificate-authority: pki/ca.crt}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+    )
+    env = {"KUBECONFIG": f"{tmp_path / 'a' / 'config'}{os.pathsep}{tmp_path / 'b' / 'config'}"}
+
+    cluster = connect(ConnectionSettings(), env)
+
+    assert (cluster.context, cluster.server) == ("dev", "https://10.0.0.3:6443")
+    assert cluster.api_client.configuration.ssl_ca_cert == str(tmp_path / "b" / "pki" / "ca.crt")
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
