@@ -146,8 +146,8 @@ class RolloutDriver:
         self._awaited_generation = 0
         #: PDB uid -> (status resourceVersion, disruptions already spent against it)
         self._spent: dict[str, tuple[str, int]] = {}
-        #: the hold last reported (ScaleDownHeldByPdb), None once a pass held nothing: every watch event wakes
-        #: a pass, and a hold that did not change is not news
+        #: the hold last reported (ScaleDownHeldByPdb), None once a scale-down went through unheld: every watch
+        #: event wakes a pass, and a hold that did not change is not news
         self._reported_hold: ev.ScaleDownHeldByPdb | None = None
         #: what made this pass's ReplicaFailure condition, if a new pod did
         self._failure: _PodFailure | None = None
@@ -575,7 +575,7 @@ class RolloutDriver:
         self, actions: list[Action], managed: list[Any], new: Any, pdbs: WatchedCollection | None, template: Any
     ) -> list[Action]:
         """Never shrink old ReplicaSets by more than the PDBs over the workload's pods allow right now."""
-        previous_hold, self._reported_hold = self._reported_hold, None
+        previous_hold = self._reported_hold
         if pdbs is None:
             return actions
         sizes = {rs.name: rs.replicas for rs in managed}
@@ -587,10 +587,13 @@ class RolloutDriver:
             and a.replicas < sizes.get(a.name, 0)
         ]
         if not shrinking:
+            # Nothing asked to shrink (new pods not Ready yet): the hold last reported still stands, and the
+            # same hold seen again at the next scale-down is not news.
             return actions
         labels = (template.get("metadata") or {}).get("labels") or {}
         budgets = [p for p in pdbs.snapshot() if selector_matches(p.spec.selector, labels)]
         if not budgets:
+            self._reported_hold = None
             return actions
         # A PDB's status lags our scale-downs: each status version's room is spent once.
         rooms = tuple(self._pdb_room(b) for b in budgets)
