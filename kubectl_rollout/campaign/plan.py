@@ -28,9 +28,10 @@ from kubectl_rollout.drain.engine import DrainEngine
 from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events.drain import DrainPlanned, Verdict
 from kubectl_rollout.jobs.spec import CampaignJob
-from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.json_pages import json_pages
 from kubectl_rollout.kube.pods import qualified, ready_since
+from kubectl_rollout.kube.slim_pods import SlimPod, slim_pod
 
 #: the verdicts of pods a drain removes
 _LEAVING = (Verdict.EVICT, Verdict.DELETE, Verdict.BLOCKED)
@@ -120,9 +121,10 @@ def _zone_caps(nodes: Sequence[CandidateNode], budget: Budget | None) -> tuple[e
     return tuple(ev.ZoneCap(zone=z, nodes=n, cap=budget.allowed(n)) for z, n in sorted(totals.items()))
 
 
-def _pods_on(cluster: Cluster, node: str) -> list[Any]:
-    listing = call_with_retry(cluster.core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}")
-    return list(listing.items)
+def _pods_on(cluster: Cluster, node: str) -> list[SlimPod]:
+    """The node's pods, read as JSON and kept slim: what the rules and the readiness read (``slim_pods``)."""
+    pages = json_pages(cluster.core.list_pod_for_all_namespaces, limit=None, field_selector=f"spec.nodeName={node}")
+    return [slim_pod(item) for page in pages for item in page.get("items") or []]
 
 
 def _quickest_readiness(engine: DrainEngine, pods: Iterable[Any], quickest: dict[str, float]) -> None:

@@ -96,9 +96,13 @@ def run_in_process(
 
     Exits the command with the job's exit code; an error the job ended on is printed ``error: ...``.
     """
+    from kubectl_rollout.agent.allocator import limit_arenas
     from kubectl_rollout.job_loop.loop import run_job
     from kubectl_rollout.jobs.context import JobContext
 
+    # As in the agent (agent/allocator.py): a job's threads, one per pod evicted, mostly wait on the network, and
+    # glibc's 8 arenas per core are as many places for a wave's freed pages to stay.
+    limit_arenas()
     cancel = threading.Event()
     stream = EventStream(new_job_id(), sink)
     try:

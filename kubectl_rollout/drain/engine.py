@@ -523,7 +523,27 @@ class DrainEngine:
         if warnings:
             self.emit(drain_events.DrainWarning(node=name, message=warnings))
         to_remove = eviction_order([pod for pod, verdict in judged if verdict.delete])
-        self._removing.update((qualified(pod), pod) for pod in to_remove)
+        removing = {qualified(pod): pod for pod in to_remove}
+        self._removing.update(removing)
+        try:
+            return self._remove_pods(node, to_remove, started=started, deadline=deadline, stop=stop)
+        finally:
+            # Needed only while its eviction may be refused (``_name_owner``): a campaign's one engine drains
+            # every node of the pool, and would otherwise keep every pod it ever removed until its end.
+            for key in removing:
+                self._removing.pop(key, None)
+
+    def _remove_pods(
+        self,
+        node: Any,
+        to_remove: list[SlimPod],
+        *,
+        started: float,
+        deadline: float | None,
+        stop: threading.Event | None,
+    ) -> NodeOutcome:
+        """Evict (or delete) the node's judged pods and wait until they are gone."""
+        name = node.metadata.name
         dry_run = self.options.dry_run
         self.emit(
             drain_events.NodeDrainStarted(node=name, pods=tuple(_ref(p, name) for p in to_remove), dry_run=dry_run)

@@ -12,6 +12,7 @@ never decides: an error while listing is left unsaid, the eviction goes on.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,6 +23,7 @@ from kubectl_rollout.jobs.events.eviction import PdbPodsUnhealthy, UnhealthyPod
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.kube.label_selectors import selector_to_string
 from kubectl_rollout.kube.pods import is_finished, is_ready, qualified
+from kubectl_rollout.kube.slim_pods import slim_pod
 
 #: unhealthy pods named per event; the rest are only counted
 NAMED = 10
@@ -103,10 +105,20 @@ class PdbPodsReporter:
         if not selector:
             return  # an empty selector selects nothing in policy/v1 (and everything in v1beta1): not ours to guess
         try:
-            # resourceVersion "0": the API server's watch cache; an explanation needs no quorum read.
-            pods = self.cluster.core.list_namespaced_pod(
-                pdb.metadata.namespace, label_selector=selector_to_string(selector), resource_version="0"
-            ).items
+            # resourceVersion "0": the API server's watch cache; an explanation needs no quorum read. Read as
+            # JSON, kept slim: in a campaign's wave every PDB may hold evictions at once, each listing all its
+            # pods, and the client's models of them all at once were the wave's largest allocation.
+            response = self.cluster.core.list_namespaced_pod(
+                pdb.metadata.namespace,
+                label_selector=selector_to_string(selector),
+                resource_version="0",
+                _preload_content=False,
+            )
+            try:
+                items = json.loads(response.data).get("items") or []
+            finally:
+                response.release_conn()
+            pods = [slim_pod(item) for item in items]
         except Exception:
             # An explanation, not a decision: whatever went wrong (403, throttled, the server away), the
             # eviction goes on and its own events still say which PDB holds it.

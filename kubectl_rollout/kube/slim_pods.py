@@ -8,7 +8,8 @@ peak, most of it never read. A ``SlimPod`` keeps what the drain's readers
 use: kubectl's filters (``drain.pod_filters``), the eviction order, the PDB
 matching and readiness (``eviction.pdb_watch``), the evictor (uid, deletion),
 the owner lookups and the surge (owner references), a campaign's pod rules
-(``campaign.pod_rules``).
+(``campaign.pod_rules``) and plan (creation to Ready), the naming of a PDB's
+unhealthy pods (``eviction.pdb_pods``: the containers' waiting reasons).
 
 It has the client model's shape (``pod.metadata.owner_references[0].kind``,
 ``pod.spec.volumes[0].empty_dir``, ...) and its conventions (None for what
@@ -70,6 +71,26 @@ class PodCondition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerStateWaiting:
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerState:
+    #: None unless the container is waiting (its only state a reader asks about)
+    waiting: ContainerStateWaiting | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerStatus:
+    state: ContainerState | None
+
+
+#: the status of every container that is not waiting: one shared copy
+_NOT_WAITING = ContainerStatus(state=ContainerState(waiting=None))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PodMetadata:
     name: str
     namespace: str
@@ -78,6 +99,7 @@ class PodMetadata:
     #: only those in ``KEPT_ANNOTATIONS``; None when the pod has none of them
     annotations: Mapping[str, str] | None
     owner_references: tuple[OwnerReference, ...] | None
+    creation_timestamp: datetime | None
     deletion_timestamp: datetime | None
 
 
@@ -93,6 +115,9 @@ class PodSpec:
 class PodStatus:
     phase: str | None
     conditions: tuple[PodCondition, ...] | None
+    #: each container's state as far as it is waiting (and why), in the API's order
+    init_container_statuses: tuple[ContainerStatus, ...] | None
+    container_statuses: tuple[ContainerStatus, ...] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +173,19 @@ def _condition(condition: Mapping[str, Any]) -> PodCondition:
     )
 
 
+def _container_statuses(statuses: list[Mapping[str, Any]] | None) -> tuple[ContainerStatus, ...] | None:
+    if statuses is None:
+        return None
+    return tuple(_container_status(status) for status in statuses)
+
+
+def _container_status(status: Mapping[str, Any]) -> ContainerStatus:
+    waiting = (status.get("state") or {}).get("waiting")
+    if waiting is None:
+        return _NOT_WAITING
+    return ContainerStatus(state=ContainerState(waiting=ContainerStateWaiting(reason=_shared(waiting.get("reason")))))
+
+
 def _spec(spec: Mapping[str, Any] | None) -> PodSpec | None:
     if spec is None:
         return None
@@ -167,6 +205,8 @@ def _status(status: Mapping[str, Any] | None) -> PodStatus | None:
     return PodStatus(
         phase=_shared(status.get("phase")),
         conditions=None if conditions is None else tuple(_condition(c) for c in conditions),
+        init_container_statuses=_container_statuses(status.get("initContainerStatuses")),
+        container_statuses=_container_statuses(status.get("containerStatuses")),
     )
 
 
@@ -182,6 +222,7 @@ def slim_pod(pod: Mapping[str, Any]) -> SlimPod:
             labels=_mapping(metadata.get("labels")),
             annotations=_mapping(metadata.get("annotations"), keep=KEPT_ANNOTATIONS),
             owner_references=None if owners is None else tuple(_owner(ref) for ref in owners),
+            creation_timestamp=_timestamp(metadata.get("creationTimestamp")),
             deletion_timestamp=_timestamp(metadata.get("deletionTimestamp")),
         ),
         spec=_spec(pod.get("spec")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -89,9 +90,12 @@ class _Pods:
         self.items: list[Any] = []
         self.lists = 0
 
-    def list_namespaced_pod(self, namespace: str, **_: Any) -> Any:
+    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> Any:
+        # The reporter reads the list as JSON (``_preload_content=False``), as the API server sends it.
+        assert kwargs.get("_preload_content") is False
         self.lists += 1
-        return SimpleNamespace(items=list(self.items))
+        body = {"items": client.ApiClient().sanitize_for_serialization(list(self.items))}
+        return SimpleNamespace(data=json.dumps(body).encode(), release_conn=lambda: None)
 
 
 def test_the_reporter_lists_at_most_once_per_interval_and_sends_only_changes() -> None:

@@ -19,6 +19,7 @@ from kubectl_rollout.campaign import pod_rules
 from kubectl_rollout.drain import pod_filters
 from kubectl_rollout.drain.pod_filters import DaemonSetLookup, FilterOptions, judge, make_filters
 from kubectl_rollout.eviction.order import is_critical, priority_of
+from kubectl_rollout.eviction.pdb_pods import unhealthy_since, why_unhealthy
 from kubectl_rollout.kube.label_selectors import selector_matches
 from kubectl_rollout.kube.pods import (
     controller_of,
@@ -112,6 +113,61 @@ CASES = {
     "our drain rule, finished": _pod(
         metadata={"annotations": {"rollout-plus.io/drain": "do-not-disrupt"}}, status={"phase": "Succeeded"}
     ),
+    "created, not Ready yet": _pod(
+        metadata={"creationTimestamp": "2026-11-26T18:58:00Z"},
+        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]},
+    ),
+    "created, Ready since": _pod(
+        metadata={"creationTimestamp": "2026-11-26T18:58:00Z"}, status={"phase": "Running", "conditions": [READY]}
+    ),
+    "crash-looping container after a running one": _pod(
+        status={
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [
+                {
+                    "name": "side",
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "i",
+                    "imageID": "",
+                    "state": {"running": {}},
+                },
+                {
+                    "name": "app",
+                    "ready": False,
+                    "restartCount": 4,
+                    "image": "i",
+                    "imageID": "",
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                },
+            ],
+        }
+    ),
+    "init container waiting, no reason": _pod(
+        status={
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {
+                    "name": "init",
+                    "ready": False,
+                    "restartCount": 0,
+                    "image": "i",
+                    "imageID": "",
+                    "state": {"waiting": {}},
+                }
+            ],
+            "containerStatuses": [
+                {"name": "app", "ready": False, "restartCount": 0, "image": "i", "imageID": "", "state": {}},
+            ],
+        }
+    ),
+    "container status with no state": _pod(
+        status={
+            "phase": "Pending",
+            "containerStatuses": [{"name": "app", "ready": False, "restartCount": 0, "image": "i", "imageID": ""}],
+        }
+    ),
 }
 
 SELECTORS = [
@@ -159,6 +215,10 @@ def _answers(pod: Any) -> dict[str, Any]:
         "verdicts": verdicts,
         "rule": pod_rules.rule_of(pod),
         "ruled": pod_rules.ruled(pod),
+        "created": pod.metadata.creation_timestamp,
+        "why unhealthy": why_unhealthy(pod),
+        # without a creation or transition time it is 0.0 (its "since" is then unknown), the same both ways
+        "unhealthy since": unhealthy_since(pod) if not is_ready(pod) else None,
     }
 
 
