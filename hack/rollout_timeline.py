@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 sys.path.insert(0, str(ROOT))
 
 import bench_rollout as bench  # noqa: E402
-from bench_support import audit_time  # noqa: E402
+from bench_support import audit_time, bench_cluster  # noqa: E402
 from kubernetes import client, config  # noqa: E402
 from kubernetes.watch.watch import iter_resp_lines  # noqa: E402
 
@@ -379,30 +379,12 @@ def main() -> int:
     parser.add_argument("--audit-log", type=Path, help="its audit log (with --kubeconfig)")
     parser.add_argument("--requests", action="store_true", help="also list each run's driver requests")
     args = parser.parse_args()
-    started_cluster = args.kubeconfig is None
-    if started_cluster:
-        up = subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "hack" / "cluster.py"),
-                "up",
-                "--dir",
-                str(TIMELINE_DIR),
-                "--nodes",
-                "8",
-                "--audit",
-                "--apiserver-arg=--audit-log-mode=blocking",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            check=True,
-        )
-        kubeconfig = Path(up.stdout.strip().splitlines()[-1])
-        audit = TIMELINE_DIR / "logs" / "audit.log"
-    else:
-        kubeconfig, audit = args.kubeconfig.resolve(), args.audit_log
-        if audit is None:
-            parser.error("--kubeconfig needs --audit-log")
+    if args.kubeconfig is not None and args.audit_log is None:
+        parser.error("--kubeconfig needs --audit-log")
+    kubeconfig, started_cluster = bench_cluster(
+        args.kubeconfig, TIMELINE_DIR, ("--nodes", "8", "--audit", "--apiserver-arg=--audit-log-mode=blocking")
+    )
+    audit = TIMELINE_DIR / "logs" / "audit.log" if started_cluster else args.audit_log
     cluster = bench.connect(bench.ConnectionSettings(kubeconfig=str(kubeconfig)))
     api = config.new_client_from_config(str(kubeconfig))
     api.user_agent = "rollout-timeline"
