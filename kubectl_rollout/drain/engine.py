@@ -138,6 +138,8 @@ def surge_permissions(*, plan_only: bool) -> list[Permission]:
         Permission("watch", "deployments", group="apps"),
         Permission("patch", "replicasets", group="apps"),
         Permission("watch", "replicasets", group="apps"),
+        # the drained pods marked as the first a lowering removes, before the raise, and unmarked if kept
+        Permission("patch", "pods"),
         # the surge's Lease (a managed workload's: its driver's), taken, renewed, and given back after the
         # restore: a Lease left to lapse would hold off a managed workload's apply and scale for its 15 s
         Permission("create", "leases", group="coordination.k8s.io"),

@@ -29,13 +29,15 @@ from types import MappingProxyType
 from typing import Any
 
 #: the annotations the drain reads: a mirror (static) pod's, karpenter's do-not-disrupt, Cluster API's and our
-#: drain rule (``drain.pod_filters``, ``campaign.pod_rules``; a unit test holds them to these)
+#: drain rule (``drain.pod_filters``, ``campaign.pod_rules``), and the deletion cost a surge gives back
+#: (``drain.surge.first_to_go``); a unit test holds them to these
 KEPT_ANNOTATIONS = frozenset(
     {
         "kubernetes.io/config.mirror",
         "karpenter.sh/do-not-disrupt",
         "cluster.x-k8s.io/drain",
         "rollout-plus.io/drain",
+        "controller.kubernetes.io/pod-deletion-cost",
     }
 )
 

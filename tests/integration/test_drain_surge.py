@@ -29,6 +29,7 @@ from plugin import RunningPlugin, events, run_plugin
 from timeline import Timeline
 from watching import Follower
 
+from kubectl_rollout.drain.surge.first_to_go import COST_BEFORE, DELETION_COST, FIRST_TO_GO
 from kubectl_rollout.drain.surge.leases import surge_lease
 from kubectl_rollout.drain.surge.pdb_recount import SURGE_COUNT
 from kubectl_rollout.kube import record_names
@@ -181,13 +182,16 @@ def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
 ) -> None:
     target, spare = dedicated_nodes(2)
     one_replica_min_available_one(cluster, namespace, target, spare)
+    (drained,) = cluster.core.list_namespaced_pod(namespace).items
     healthy = HealthyPods(cluster, namespace).start()
     history = ReplicaHistory(cluster, namespace, "web").start()
+    timeline = Timeline().watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
 
     started = time.monotonic()
     result = drain(kubeconfig, target, "--surge", timeout=60)
     elapsed = time.monotonic() - started
     healthy.settle({"web": 1})
+    timeline.stop()
 
     assert result.returncode == 0, result.stderr
     assert healthy.stop() == {"web": 1}  # never fewer Ready than before the drain
@@ -212,6 +216,21 @@ def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
     ).items
     assert "Surged" in {e.reason for e in node_events}
     assert elapsed < 30
+    # The drained pod was the first its ReplicaSet would remove before the extra pod existed: its mark comes
+    # before the extra pod's creation on the pod stream, which the controller acts on in that order.
+    pods = timeline.writes("pod")
+    first_marked = next(
+        w
+        for w in pods
+        if w.obj.metadata.uid == drained.metadata.uid
+        and (w.obj.metadata.annotations or {}).get(DELETION_COST) == FIRST_TO_GO
+    )
+    extra_created = next(w for w in pods if w.type == "ADDED" and w.obj.metadata.uid != drained.metadata.uid)
+    assert first_marked.revision < extra_created.revision
+    # The pod that stays (never drained) carries no mark.
+    for pod in remaining:
+        if pod.metadata.deletion_timestamp is None:
+            assert DELETION_COST not in (pod.metadata.annotations or {}), pod.metadata.annotations
 
 
 # --- the milder case: 3 x 10 pods behind maxUnavailable 1 ------------------------------------------
@@ -679,6 +698,11 @@ def test_no_room_elsewhere_gives_the_surge_up_after_a_bounded_wait(
     (target,) = dedicated_nodes(1)
     deploy(cluster, namespace, "web", 1, pool=namespace, node=target)
     add_pdb(cluster, namespace, "web", app="web", expected=1, min_available=1)
+    # The pod has a deletion cost of its own: the surge marks it lowest, and gives it back when it gives up.
+    (kept,) = cluster.core.list_namespaced_pod(namespace).items
+    cluster.core.patch_namespaced_pod(
+        kept.metadata.name, namespace, {"metadata": {"annotations": {DELETION_COST: "7"}}}
+    )
     healthy = HealthyPods(cluster, namespace).start()
     timeline = (
         Timeline()
@@ -725,6 +749,20 @@ def test_no_room_elsewhere_gives_the_surge_up_after_a_bounded_wait(
         if w.revision < lowered.revision
     ), [w.obj.status for w in extra]
     assert extra[0].obj.metadata.uid not in {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
+    # The pod left on its node was marked before the raise, and had its own cost back before the count was.
+    versions = [w for w in timeline.writes("pod") if w.obj.metadata.uid == kept.metadata.uid]
+    marked = next(w for w in versions if (w.obj.metadata.annotations or {}).get(DELETION_COST) == FIRST_TO_GO)
+    assert marked.obj.metadata.annotations[COST_BEFORE] == "7"
+    assert marked.revision < raised.revision
+    given_back = next(
+        w
+        for w in versions
+        if w.revision > marked.revision and (w.obj.metadata.annotations or {}).get(DELETION_COST) == "7"
+    )
+    assert given_back.revision < lowered.revision
+    annotations = cluster.core.read_namespaced_pod(kept.metadata.name, namespace).metadata.annotations or {}
+    assert annotations.get(DELETION_COST) == "7"
+    assert COST_BEFORE not in annotations
     # Given up after the surge wait (the drain then waited for the PDB until its timeout), not at the drain's end.
     held, then = lowered.at - raised.at, ended - lowered.at
     assert held >= surge_wait * 0.8, (

@@ -18,6 +18,7 @@ from kubernetes import client
 from kubectl_rollout.campaign import pod_rules
 from kubectl_rollout.drain import pod_filters
 from kubectl_rollout.drain.pod_filters import DaemonSetLookup, FilterOptions, judge, make_filters
+from kubectl_rollout.drain.surge import first_to_go
 from kubectl_rollout.eviction.order import is_critical, priority_of
 from kubectl_rollout.eviction.pdb_pods import unhealthy_since, why_unhealthy
 from kubectl_rollout.kube.label_selectors import selector_matches
@@ -289,6 +290,7 @@ def test_the_kept_annotations_are_those_the_drain_reads() -> None:
         pod_rules.DO_NOT_DISRUPT,
         pod_rules.CLUSTER_API_DRAIN,
         pod_rules.OWN_DRAIN,
+        first_to_go.DELETION_COST,
     }
     assert read == KEPT_ANNOTATIONS
 

@@ -16,9 +16,12 @@ makes it crash-safe is ``record``. Here is the I/O between them:
    whose surge is Ready does not wait for a slower one;
 3. as each drained pod is evicted, lower the count by one (never below the
    original), so the ReplicaSet creates no replacement and the PDB's room
-   comes back without waiting for one (``pdb_recount``);
-4. at the end (whatever happened), restore the original count and remove the
-   record, and release the Lease. What a killed drain leaves is ``leftovers``'.
+   comes back without waiting for one (``pdb_recount``); the drained pods were
+   marked before the raise as the first a scale-down removes, so a lowering
+   never takes an extra pod instead (``first_to_go``);
+4. at the end (whatever happened), give the pods not evicted their deletion
+   cost back, restore the original count and remove the record, and release
+   the Lease. What a killed drain leaves is ``leftovers``'.
 
 A Deployment's count is its own ``spec.replicas``. A managed workload's is its
 one ReplicaSet's (``managed``): the drain raises that ReplicaSet only
@@ -41,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.drain.surge.decision import SurgeDecision, SurgeMax, decide, lowered_replicas
 from kubectl_rollout.drain.surge.facts import FactReader, Owner
+from kubectl_rollout.drain.surge.first_to_go import DELETION_COST, mark, unmark
 from kubectl_rollout.drain.surge.leases import surging_lease
 from kubectl_rollout.drain.surge.managed import still_steady
 from kubectl_rollout.drain.surge.pdb_recount import BudgetKey, clear_count, note_count
@@ -91,6 +95,9 @@ class _Surged:
     settled: threading.Event = field(default_factory=threading.Event)
     #: the PDBs over its drained pods: told each lowered count, so that they are counted again at once
     budgets: tuple[BudgetKey, ...] = ()
+    #: its drained pods given the lowest deletion cost before the raise, and those of them evicted since
+    marked: tuple[PodRef, ...] = ()
+    gone: set[tuple[str, str]] = field(default_factory=set)
 
 
 class SurgeSession:
@@ -119,6 +126,8 @@ class SurgeSession:
         #: follows the surges until each is Ready or given up
         self._follower: threading.Thread | None = None
         self._stop = threading.Event()
+        #: each drained pod's own deletion cost (None: it had none), given back to those not evicted
+        self._costs_before: dict[tuple[str, str], str | None] = {}
 
     # --- looking (``facts``) -----------------------------------------------------------------
 
@@ -145,6 +154,11 @@ class SurgeSession:
     def start(self, pods: Iterable[tuple[Any, str]], *, nodes: tuple[str, ...]) -> None:
         """Raise every workload that may surge; a thread follows each until its extra pods are Ready (or gives
         it up). Returns once all are raised: ``wait_until_settled`` holds back each surged workload's pods."""
+        pods = list(pods)
+        self._costs_before = {
+            (pod.metadata.namespace, pod.metadata.name): (pod.metadata.annotations or {}).get(DELETION_COST)
+            for pod, _ in pods
+        }
         for owner, decision in self.plan(pods):
             if owner.disruptions_allowed is None and not decision.warning:
                 continue  # no PDB: nothing to wait for, nothing to say
@@ -215,12 +229,15 @@ class SurgeSession:
                 pod_replica_sets=owner.pod_replica_sets,
             )
         original = obj.spec.replicas if obj is not None and obj.spec.replicas is not None else 1
+        # Before the raise, so that the controller's cache has the marks by the time it acts on a lowering.
+        marked = mark(self.cluster, owner.pods, self._costs_before) if obj is not None else []
         raised = (
             begin_unless_moved(self.cluster, obj, original=original, added=decision.surge, drain=self.drain, kind=kind)
             if obj is not None
             else None
         )
         if raised is None:
+            unmark(self.cluster, marked, self._costs_before)
             keeper.stop()
             self.emit(surge_events.SurgeSkipped(workload=owner.ref, reason=why, pods=tuple(owner.pods)))
             return
@@ -238,6 +255,7 @@ class SurgeSession:
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
             keeper=keeper,
             budgets=tuple((b.metadata.namespace, b.metadata.name) for b in owner.budgets),
+            marked=tuple(marked),
         )
         self._surged[owner.ref] = surged
         for key in surged.pods:
@@ -342,6 +360,7 @@ class SurgeSession:
         if surged is None:
             return
         with surged.lock:
+            surged.gone.add((pod.namespace, pod.name))
             if surged.let_go:
                 return
             surged.evicted += 1
@@ -377,6 +396,9 @@ class SurgeSession:
             for key in surged.pods:
                 self._by_pod.pop(key, None)
             try:
+                # First: a restore that meets a marked pod still on its node would remove it instead of an extra.
+                kept = [p for p in surged.marked if (p.namespace, p.name) not in surged.gone]
+                unmark(self.cluster, kept, self._costs_before)
                 outcome = restore(
                     self.cluster,
                     surged.ref.namespace,

@@ -1,0 +1,74 @@
+"""The drained pods of a surged workload, marked as the first its ReplicaSet removes on a scale-down.
+
+Right after each eviction the surge lowers its workload's count by one (``session``). The ReplicaSet
+controller then picks a pod to delete from *its* cache of pods, and nothing orders that cache after the
+eviction: the controller watches pods and ReplicaSets on two streams. When the pod-stream lags (a loaded
+control plane), it still sees the evicted pod as running and Ready, and among Ready pods it deletes the
+one Ready for the shortest time: the surge's extra pod. The evicted pod and the extra one then go at
+once, and the workload has no Ready pod for a moment (seen: both deleted 29 ms apart, one replica behind
+``minAvailable: 1``).
+
+The controller ranks pods by their ``controller.kubernetes.io/pod-deletion-cost`` before their age. So
+before the raise, each drained pod gets the lowest cost: whichever pod the controller believes is still
+running, the one it removes on a lowering is a drained pod (already on its way out, so the delete
+changes nothing). Marked before the raise is early enough: the controller acts on a ReplicaSet only once
+its cache holds the pods it created for it (its expectations), those pods come after the mark on the
+same stream, so every lowering meets a cache that has the mark.
+
+The pods the drain did not evict get their own cost back before the restore, so a restore does not take
+them off their node instead of the extra pods (what a killed drain marked stays: it only says what the
+pod's node is for). The cost a pod had is kept in ``COST_BEFORE`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_rollout.jobs.events.base import PodRef
+from kubectl_rollout.kube.api_retry import call_with_retry
+from kubectl_rollout.kube.cluster_access import Cluster
+
+log = logging.getLogger(__name__)
+
+#: the ReplicaSet controller removes pods of a lower cost first (Kubernetes 1.22 and later, on by default)
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+#: the lowest cost the API server accepts (an int32)
+FIRST_TO_GO = str(-(2**31))
+#: on a marked pod that had a cost of its own: that cost, given back if the pod is not evicted
+COST_BEFORE = "rollout-plus.kubectl.io/deletion-cost-before"
+
+
+def mark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple[str, str], str | None]) -> list[PodRef]:
+    """Give each pod the lowest deletion cost; the pods marked. A pod gone meanwhile is skipped; a refusal is
+    logged and that pod left unmarked (its lowering is then as safe as it was without the mark)."""
+    marked = []
+    for pod in pods:
+        before = costs_before.get((pod.namespace, pod.name))
+        annotations = {DELETION_COST: FIRST_TO_GO, COST_BEFORE: before}
+        if _patch(cluster, pod, annotations, "mark"):
+            marked.append(pod)
+    return marked
+
+
+def unmark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple[str, str], str | None]) -> None:
+    """Give each pod the cost it had (none, or its own) back."""
+    for pod in pods:
+        before = costs_before.get((pod.namespace, pod.name))
+        _patch(cluster, pod, {DELETION_COST: before, COST_BEFORE: None}, "unmark")
+
+
+def _patch(cluster: Cluster, pod: PodRef, annotations: dict[str, str | None], what: str) -> bool:
+    body = {"metadata": {"annotations": annotations}}
+    try:
+        call_with_retry(cluster.core.patch_namespaced_pod, pod.name, pod.namespace, body)
+    except ApiException as err:
+        if err.status != 404:
+            log.warning("could not %s pod %s for the surge's scale-downs: %s", what, pod, err.reason)
+        return False
+    except Exception as err:  # a lost connection: the drain goes on, only without this safeguard
+        log.warning("could not %s pod %s for the surge's scale-downs: %s", what, pod, err)
+        return False
+    return True
