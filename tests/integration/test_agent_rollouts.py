@@ -193,7 +193,9 @@ def test_a_rollout_resumes_after_sigkill_of_the_agent_with_one_new_replica_set(
         first_started_at = agent.agent["started_at"]
         first = agent.submit(_apply_spec(kubeconfig, namespace, document))
     first_run = _follow(agent_dir, first.id)
-    assert isinstance(first_run[-1].event, JobFinished) and first_run[-1].event.exit_code == 0, first_run[-1]
+    first_end = first_run[-1].event
+    assert isinstance(first_end, JobFinished)
+    assert first_end.exit_code == 0, first_end
     first_step = first_run[1].at - first_started_at
     if "pdb" in c:
         cluster.policy.create_namespaced_pod_disruption_budget(
