@@ -53,7 +53,7 @@ from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
-from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodFailed
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodEvicted, PodFailed, PodGone
 from kubectl_rollout.jobs.spec import DrainOptions as DrainOptions
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster, api_message
@@ -212,9 +212,12 @@ class DrainEngine:
         self._owners_lock = threading.Lock()
 
     def _from_evictor(self, event: Event) -> None:
-        # A drained pod of a surged workload was evicted: its workload's count comes down by one.
+        # A drained pod of a surged workload was evicted, or found gone before its eviction (its ReplicaSet
+        # removed it on a lowering): its workload's count comes down by one, once per pod.
         surges = self._surges
-        if surges is not None and isinstance(event, PodEvicted) and event.dry_run is DryRun.NONE:
+        if surges is not None and (
+            (isinstance(event, PodEvicted) and event.dry_run is DryRun.NONE) or isinstance(event, PodGone)
+        ):
             surges.evicted(event.pod)
         if isinstance(event, EvictionBlocked) and event.pdb:
             self._name_owner(event.pod)

@@ -233,6 +233,39 @@ def test_one_replica_min_available_one_drains_with_surge_never_below_one_ready(
             assert DELETION_COST not in (pod.metadata.annotations or {}), pod.metadata.annotations
 
 
+def test_a_drained_pod_deleted_before_its_eviction_lowers_the_count_once_as_an_eviction_would(
+    cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path
+) -> None:
+    """What the ReplicaSet does when a lowering reaches it before an eviction (it removes a marked drained pod)
+    and what a person deleting a drained pod mid-drain does look the same to the drain: the pod is gone before
+    its eviction. The count comes down for it as for an eviction, once, and no replacement is kept."""
+    target, spare = dedicated_nodes(2)
+    with only_schedulable(cluster, target, [spare]):
+        deploy(cluster, namespace, "web", 3, pool=namespace, annotations={manifests.READY_AFTER: "4s"})
+        add_pdb(cluster, namespace, "web", app="web", expected=3, min_available=3)
+    drained = sorted(p.metadata.name for p in cluster.core.list_namespaced_pod(namespace).items)
+    history = ReplicaHistory(cluster, namespace, "web").start()
+    healthy = HealthyPods(cluster, namespace).start()
+
+    running = RunningPlugin("drain", target, "--surge", "-o", "jsonl", kubeconfig=kubeconfig)
+    # Raised; the drained pods wait 4 s for the extra ones to be Ready: one of them goes now, not by the drain.
+    running.wait_for(lambda line: '"type": "SurgeStarted"' in line, timeout=60, what="the surge")
+    marked = cluster.core.read_namespaced_pod(drained[0], namespace).metadata.annotations or {}
+    assert marked.get(DELETION_COST) == FIRST_TO_GO, marked
+    cluster.core.delete_namespaced_pod(drained[0], namespace)
+    result = running.finish(timeout=120)
+    healthy.settle({"web": 3})
+
+    assert result.returncode == 0, result.stderr
+    # 3 -> 6, then down by one per drained pod (the deleted one included), never below 3.
+    assert history.stop() == [3, 6, 5, 4, 3]
+    gone_first = [e for e in events(result) if e["type"] == "PodGone" and e["pod"]["name"] == drained[0]]
+    assert len(gone_first) == 1, gone_first
+    assert not [e for e in events(result) if e["type"] == "PodEvicted" and e["pod"]["name"] == drained[0]]
+    assert healthy.stop()["web"] >= 2  # the deleted pod was Ready: the person's delete, not the drain's
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+
+
 # --- the milder case: 3 x 10 pods behind maxUnavailable 1 ------------------------------------------
 
 

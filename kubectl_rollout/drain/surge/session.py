@@ -355,11 +355,14 @@ class SurgeSession:
     # --- lowering and restoring -----------------------------------------------------------
 
     def evicted(self, pod: PodRef) -> None:
-        """A drained pod was evicted: lower its workload's count by one (never below the original)."""
+        """A drained pod was evicted (or is gone without one): lower its workload's count by one (never below
+        the original), once per pod."""
         surged = self._by_pod.get((pod.namespace, pod.name))
         if surged is None:
             return
         with surged.lock:
+            if (pod.namespace, pod.name) in surged.gone:
+                return  # its eviction lowered the count already; this is the same pod gone
             surged.gone.add((pod.namespace, pod.name))
             if surged.let_go:
                 return
