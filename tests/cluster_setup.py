@@ -28,6 +28,21 @@ def create_namespace(cluster: Cluster, name: str, *, timeout: float = 30) -> Non
     )
 
 
+def remove_node(cluster: Cluster, name: str) -> None:
+    """Delete a node and its Lease, for a test that creates a node of the same name again: kwok (v0.8.0), finding
+    the old Lease there when it creates the new node's, retries its update on a stale copy every 10 s and renews
+    no other node's Lease meanwhile, until every node of the cluster is NotReady (a rehearsal saw it)."""
+    for delete, args in (
+        (cluster.core.delete_node, (name,)),
+        (cluster.coordination.delete_namespaced_lease, (name, "kube-node-lease")),
+    ):
+        try:
+            delete(*args)
+        except client.ApiException as err:
+            if err.status != 404:
+                raise
+
+
 def deploy(
     cluster: Cluster,
     namespace: str,

@@ -43,12 +43,17 @@ from kubectl_rollout.kube.record_names import CAMPAIGN_TAINT, CAMPAIGN_TAINT_EFF
 ZONES = ("zone-a", "zone-b", "zone-c")
 
 #: an after-hook that replaces its node as a cloud would: the node deleted, a fresh one of the same name and
-#: labels created (kwok plays its kubelet), schedulable
+#: labels created (kwok plays its kubelet), schedulable. The old node's Lease goes with it, as the garbage
+#: collector would take it: kwok (v0.8.0) finding a Lease of the fresh node's name already there retried its
+#: update on a stale copy every 10 s and renewed no other node's Lease meanwhile, and 2.5 minutes later every
+#: node of the test cluster was NotReady, its pods not Ready (a rehearsal: three canary tests and two TUI
+#: campaign tests failed on that).
 REPLACE_NODE = """
 import os
 from kubernetes import client, config
 config.load_kube_config()
 core = client.CoreV1Api()
+coordination = client.CoordinationV1Api()
 name = os.environ["ROLLOUT_PLUS_NODE"]
 old = core.read_node(name)
 pool = "rollout-plus.test/pool"
@@ -64,6 +69,11 @@ fresh = {
                         if t.key == pool]},
 }
 core.delete_node(name)
+try:
+    coordination.delete_namespaced_lease(name, "kube-node-lease")
+except client.ApiException as err:
+    if err.status != 404:
+        raise
 core.create_node(fresh)
 print("replaced", name)
 """

@@ -14,7 +14,7 @@ from typing import Any
 import manifests
 import pytest
 import watching
-from cluster_setup import create_namespace, deploy
+from cluster_setup import create_namespace, deploy, remove_node
 from integration.test_agent import agent_dir
 from integration.test_agent_cluster import _pdb, managed_workload
 from kubernetes import client as k8s
@@ -57,7 +57,7 @@ def _clean(cluster: Cluster) -> None:
         cluster.core.delete_namespace(NAMESPACE)
     for node in NODES:
         if not _gone(cluster.core.read_node, node):
-            cluster.core.delete_node(node)
+            remove_node(cluster, node)
     watching.until(
         cluster.core.list_namespace,
         lambda _ns: (
@@ -118,7 +118,7 @@ def world(cluster: Cluster, kubeconfig: Path) -> Iterator[Connection]:
         cluster.core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
         cluster.core.delete_namespace(NAMESPACE)
         for node in NODES:
-            cluster.core.delete_node(node)
+            remove_node(cluster, node)
 
 
 def _host(screen: type[ClusterTableScreen[Any]], connection: Connection) -> ScreenHost:
