@@ -23,7 +23,8 @@ pod's node is for). The cost a pod had is kept in ``COST_BEFORE`` meanwhile.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes.client.exceptions import ApiException
 
@@ -39,25 +40,39 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 FIRST_TO_GO = str(-(2**31))
 #: on a marked pod that had a cost of its own: that cost, given back if the pod is not evicted
 COST_BEFORE = "rollout-plus.kubectl.io/deletion-cost-before"
+#: pods patched at once (the client's connection pool holds more)
+PARALLEL = 8
 
 
 def mark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple[str, str], str | None]) -> list[PodRef]:
     """Give each pod the lowest deletion cost; the pods marked. A pod gone meanwhile is skipped; a refusal is
     logged and that pod left unmarked (its lowering is then as safe as it was without the mark)."""
-    marked = []
-    for pod in pods:
+
+    def one(pod: PodRef) -> bool:
         before = costs_before.get((pod.namespace, pod.name))
-        annotations = {DELETION_COST: FIRST_TO_GO, COST_BEFORE: before}
-        if _patch(cluster, pod, annotations, "mark"):
-            marked.append(pod)
-    return marked
+        return _patch(cluster, pod, {DELETION_COST: FIRST_TO_GO, COST_BEFORE: before}, "mark")
+
+    pods = list(pods)
+    return [pod for pod, done in zip(pods, _each(one, pods), strict=True) if done]
 
 
 def unmark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple[str, str], str | None]) -> None:
     """Give each pod the cost it had (none, or its own) back."""
-    for pod in pods:
+
+    def one(pod: PodRef) -> bool:
         before = costs_before.get((pod.namespace, pod.name))
-        _patch(cluster, pod, {DELETION_COST: before, COST_BEFORE: None}, "unmark")
+        return _patch(cluster, pod, {DELETION_COST: before, COST_BEFORE: None}, "unmark")
+
+    _each(one, list(pods))
+
+
+def _each(patch: Callable[[PodRef], bool], pods: list[PodRef]) -> list[bool]:
+    """``patch`` each pod, ``PARALLEL`` at a time: the raise waits for the marks, and one after another they
+    cost a round trip per pod (0.6 s for the 30 pods of three Deployments here)."""
+    if len(pods) <= 1:
+        return [patch(pod) for pod in pods]
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pods)), thread_name_prefix="surge-mark") as pool:
+        return list(pool.map(patch, pods))
 
 
 def _patch(cluster: Cluster, pod: PodRef, annotations: dict[str, str | None], what: str) -> bool:

@@ -159,6 +159,7 @@ class SurgeSession:
             (pod.metadata.namespace, pod.metadata.name): (pod.metadata.annotations or {}).get(DELETION_COST)
             for pod, _ in pods
         }
+        to_raise = []
         for owner, decision in self.plan(pods):
             if owner.disruptions_allowed is None and not decision.warning:
                 continue  # no PDB: nothing to wait for, nothing to say
@@ -169,7 +170,12 @@ class SurgeSession:
                     )
                 )
                 continue
-            self._raise(owner, decision, nodes)
+            to_raise.append((owner, decision))
+        # Before any raise, so that the controller's cache has the marks by the time it acts on a lowering; the
+        # pods of every workload at once (a round trip each, side by side).
+        marked = set(mark(self.cluster, [pod for owner, _ in to_raise for pod in owner.pods], self._costs_before))
+        for owner, decision in to_raise:
+            self._raise(owner, decision, nodes, tuple(pod for pod in owner.pods if pod in marked))
         if self._surged:
             self._follower = threading.Thread(target=self._follow_readiness, name="surge-ready", daemon=True)
             self._follower.start()
@@ -201,7 +207,7 @@ class SurgeSession:
             for surged in list(self._by_pod.values()):
                 surged.settled.set()
 
-    def _raise(self, owner: Owner, decision: SurgeDecision, nodes: tuple[str, ...]) -> None:
+    def _raise(self, owner: Owner, decision: SurgeDecision, nodes: tuple[str, ...], marked: tuple[PodRef, ...]) -> None:
         surged_object = owner.surged_object()
         assert surged_object is not None
         kind, obj = surged_object
@@ -217,6 +223,7 @@ class SurgeSession:
         try:
             keeper.start()
         except LeaseHeld as held:
+            unmark(self.cluster, marked, self._costs_before)
             self.emit(surge_events.SurgeSkipped(workload=owner.ref, reason=held.message, pods=tuple(owner.pods)))
             return
         why = "it changed while the drain looked at it; the drain waits for its PDB"
@@ -229,8 +236,6 @@ class SurgeSession:
                 pod_replica_sets=owner.pod_replica_sets,
             )
         original = obj.spec.replicas if obj is not None and obj.spec.replicas is not None else 1
-        # Before the raise, so that the controller's cache has the marks by the time it acts on a lowering.
-        marked = mark(self.cluster, owner.pods, self._costs_before) if obj is not None else []
         raised = (
             begin_unless_moved(self.cluster, obj, original=original, added=decision.surge, drain=self.drain, kind=kind)
             if obj is not None
@@ -255,7 +260,7 @@ class SurgeSession:
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
             keeper=keeper,
             budgets=tuple((b.metadata.namespace, b.metadata.name) for b in owner.budgets),
-            marked=tuple(marked),
+            marked=marked,
         )
         self._surged[owner.ref] = surged
         for key in surged.pods:
