@@ -9,15 +9,16 @@ once, and the workload has no Ready pod for a moment (seen: both deleted 29 ms a
 ``minAvailable: 1``).
 
 The controller ranks pods by their ``controller.kubernetes.io/pod-deletion-cost`` before their age. So
-before the raise, each drained pod gets the lowest cost: whichever pod the controller believes is still
-running, the one it removes on a lowering is a drained pod (already on its way out, so the delete
-changes nothing). Marked before the raise is early enough: the controller acts on a ReplicaSet only once
-its cache holds the pods it created for it (its expectations), those pods come after the mark on the
-same stream, so every lowering meets a cache that has the mark.
+before the raise, each drained pod gets the lowest cost: whichever pods the controller believes still
+run, the one it removes on a lowering is a drained pod, the one just evicted or another one about to be
+(the drain then finds that one gone and lowers the count for it as for an eviction); the extra pods stay.
+Marked before the raise is early enough: the controller acts on a ReplicaSet only once its cache holds
+the pods it created for it (its expectations), those pods come after the marks on the same stream, so
+every lowering meets a cache that has the marks.
 
-The pods the drain did not evict get their own cost back before the restore, so a restore does not take
-them off their node instead of the extra pods (what a killed drain marked stays: it only says what the
-pod's node is for). The cost a pod had is kept in ``COST_BEFORE`` meanwhile.
+The pods the drain did not evict get their own cost back before the restore, so that a restore removes
+extra pods, not them. The cost a pod had is kept in ``COST_BEFORE`` meanwhile. A killed drain's marks
+stay, on pods of nodes that were being drained.
 """
 
 from __future__ import annotations
