@@ -186,15 +186,14 @@ def stages(way: str, started: float, ended: float, seen: Seen, entries: list[dic
     if (value := first(command)) is not None:
         put("first request of the command", value)
     writes = [e for e in entries if e.get("verb") in ("create", "update", "patch", "delete")]
-    spec_change = [
-        e
-        for e in writes
-        if command(e)
-        and (
-            (way == "kubectl" and resource(e) == "deployments")
-            or (way != "kubectl" and resource(e) == "configmaps" and e.get("verb") == "update")
-        )
-    ]
+
+    def workload_writes(by: Any, kubectl_resource: str, our_verb: str) -> list[dict[str, Any]]:
+        """``by``'s writes of the workload: the Deployment's ``kubectl_resource``, or our record's ``our_verb``."""
+        if way == "kubectl":
+            return [e for e in writes if by(e) and resource(e) == kubectl_resource]
+        return [e for e in writes if by(e) and resource(e) == "configmaps" and e.get("verb") == our_verb]
+
+    spec_change = workload_writes(command, "deployments", "update")
     if spec_change:
         put("spec change written", done(spec_change[0]))
     creates = [
@@ -228,15 +227,7 @@ def stages(way: str, started: float, ended: float, seen: Seen, entries: list[dic
         put("last old pod terminating", max(old_terminating) - started)
     if old_gone:
         put("last old pod gone", max(old_gone) - started)
-    status_writes = [
-        e
-        for e in writes
-        if driver(e)
-        and (
-            (way == "kubectl" and resource(e) == "deployments/status")
-            or (way != "kubectl" and resource(e) == "configmaps" and e.get("verb") == "patch")
-        )
-    ]
+    status_writes = workload_writes(driver, "deployments/status", "patch")
     if status_writes:
         put("last status write", max(done(e) for e in status_writes))
     rs_status = [
