@@ -7,9 +7,11 @@ from typing import Any
 
 import manifests
 import pytest
+import urllib3
 import watching
 from kubernetes import client
 
+from kubectl_rollout.kube.api_outage import is_connection_error
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
 
@@ -40,6 +42,24 @@ def remove_node(cluster: Cluster, name: str) -> None:
             delete(*args)
         except client.ApiException as err:
             if err.status != 404:
+                raise
+
+
+def delete_pods(cluster: Cluster, namespace: str, *, timeout: float = 300) -> None:
+    """Delete every pod of ``namespace`` at once (grace 0), asking again until one request gets through.
+
+    The API server deletes a collection one pod after another within its request timeout (60 s): on a loaded
+    machine a few hundred pods outlast it, and the answer is a 504, or no answer at all when the timeout and
+    the handler's own error race to write it (a rehearsal's teardown failed on that, 600 pods). Each request
+    goes on from what the last one deleted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            call_with_retry(cluster.core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)
+            return
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as err:
+            cut_short = is_connection_error(err) or (isinstance(err, client.ApiException) and err.status == 504)
+            if not cut_short or time.monotonic() > deadline:
                 raise
 
 

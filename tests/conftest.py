@@ -20,7 +20,7 @@ from pathlib import Path
 import manifests
 import pytest
 import watching
-from cluster_setup import create_namespace
+from cluster_setup import create_namespace, delete_pods
 from kubernetes import client
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
@@ -117,7 +117,7 @@ def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int]
 
     yield make
     # Pods first, while kwok still plays their kubelet, then the nodes.
-    cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    delete_pods(cluster, namespace)
     for name in created:
         try:
             cluster.core.delete_node(name)

@@ -14,7 +14,7 @@ from typing import Any
 import manifests
 import pytest
 import watching
-from cluster_setup import create_namespace, deploy, remove_node
+from cluster_setup import create_namespace, delete_pods, deploy, remove_node
 from integration.test_agent import agent_dir
 from integration.test_agent_cluster import _pdb, managed_workload
 from kubernetes import client as k8s
@@ -53,7 +53,7 @@ def _gone(read: Any, *args: Any) -> bool:
 def _clean(cluster: Cluster) -> None:
     """Remove what an earlier run left (a namespace deletion takes a while), and wait until it is gone."""
     if not _gone(cluster.core.read_namespace, NAMESPACE):
-        cluster.core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+        delete_pods(cluster, NAMESPACE)
         cluster.core.delete_namespace(NAMESPACE)
     for node in NODES:
         if not _gone(cluster.core.read_node, node):
@@ -115,7 +115,7 @@ def world(cluster: Cluster, kubeconfig: Path) -> Iterator[Connection]:
         cluster.core.patch_node(NODES[0], {"spec": {"unschedulable": True}})
         yield connection
     finally:
-        cluster.core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+        delete_pods(cluster, NAMESPACE)
         cluster.core.delete_namespace(NAMESPACE)
         for node in NODES:
             remove_node(cluster, node)
