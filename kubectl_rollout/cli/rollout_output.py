@@ -109,6 +109,9 @@ def _spec_changed(event: ev.SpecChanged, _view: RolloutView) -> Iterator[Line]:
 
 def _finished(event: ev.RolloutFinished, view: RolloutView) -> Iterator[Line]:
     yield from _closed_pass(view)
+    if event.outcome is ev.RolloutOutcome.RECORDED and event.driven_by:
+        yield "err", event.message  # not carried out yet: who will, and how to follow it
+        return
     if event.outcome in (ev.RolloutOutcome.ERROR, ev.RolloutOutcome.RECORDED):
         return  # an error is the command's to print (once, kubectl-style); a recorded change said so already
     if event.outcome is ev.RolloutOutcome.PAUSED or (event.succeeded and event.outcome is ev.RolloutOutcome.ABORTED):
@@ -164,6 +167,13 @@ def _gate_ran(event: cev.GateRan, _view: RolloutView) -> Iterator[Line]:
     yield "out", f"step {event.step}/{event.steps}: gate {verdict}" + (f" ({said})" if said else "")
 
 
+def _gate_stopped(event: cev.GateStopped, _view: RolloutView) -> Iterator[Line]:
+    yield (
+        "out",
+        f"step {event.step}/{event.steps}: gate stopped ({event.why})" + (f": {event.what}" if event.what else ""),
+    )
+
+
 def _promoted(event: cev.Promoted, _view: RolloutView) -> Iterator[Line]:
     past = "every remaining step" if event.full else f"step {event.step}/{event.steps}"
     yield "out", f"workload/{event.workload} promoted past {past}"
@@ -188,6 +198,7 @@ ROLLOUT_FORMATTERS: dict[type[Event], Formatter] = {
     cev.GateStarted: _gate_started,
     cev.GateMeasured: _gate_measured,
     cev.GateRan: _gate_ran,
+    cev.GateStopped: _gate_stopped,
     cev.Promoted: _promoted,
     cev.Aborted: _aborted,
     cev.Retried: _retried,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -29,7 +31,7 @@ import manifests
 import pytest
 import watching
 import yaml
-from integration.test_agent import agent_dir
+from integration.test_agent import _alive, _wait_gone, agent_dir
 from integration.test_agent_rollouts import _follow
 from integration.test_canary import (
     V2,
@@ -46,6 +48,7 @@ from integration.test_canary import (
 )
 from invariants import RolloutInvariants
 from kubernetes import client
+from plugin import RunningPlugin
 
 from kubectl_rollout.agent.client import connect
 from kubectl_rollout.agent.paths import AgentPaths
@@ -454,3 +457,128 @@ def test_a_job_gate_naming_a_missing_template_is_refused_before_anything_is_writ
     assert after == before
     assert counts(cluster, namespace) == {manifests.IMAGE: (10, 10)}
     assert gate_jobs(cluster, namespace) == []
+
+
+# --- a gate whose verdict is no longer wanted -------------------------------------------------------------------
+
+
+def gate_pods(cluster: Cluster, namespace: str, job: str) -> list[str]:
+    return [
+        p.metadata.name for p in cluster.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
+    ]
+
+
+def stopped_events(cluster: Cluster, namespace: str) -> list[str]:
+    """The messages of the Kubernetes Events ``GateStopped`` on the workload's record."""
+    found = cluster.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={record_name('web')},reason=GateStopped"
+    )
+    return [e.message for e in found.items]
+
+
+def test_abort_while_the_job_gate_runs_deletes_the_job_and_its_pods(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    job_template(cluster, namespace, behaviour="succeed", complete_after="600s")
+    created(cluster, namespace, kubeconfig, tmp_path, workload(JOB_STEPS))
+    creations = JobCreations(cluster, namespace).start()
+    fenceposts = RolloutInvariants(cluster, namespace).start()
+    try:
+        rolling = RunningPlugin("set", "image", "web", f"app={V2}", "-n", namespace, kubeconfig=kubeconfig)
+        try:
+            rolling.wait_for_stderr(lambda line: "running gate job" in line, timeout=90, what="the Job gate to start")
+            assert creations.wait(lambda: len(creations.created) == 1, timeout=60), "the gate's Job was never created"
+            (job_name, _uid) = creations.created[0]
+            pod = watching.until(
+                cluster.core.list_namespaced_pod,
+                lambda p: bool(p.spec.node_name),  # kwok keeps it Pending until it completes
+                namespace=namespace,
+                label_selector=f"job-name={job_name}",
+                timeout=60,
+                what=f"the pod of Job {job_name} on a node",
+            )
+            aborted = plugin(kubeconfig, namespace, "abort", "web")
+        finally:
+            changed = rolling.finish(timeout=120)
+        batch = client.BatchV1Api(cluster.api_client)
+        watching.until_deleted(batch.list_namespaced_job, job_name, namespace=namespace, timeout=30)
+        watching.until_deleted(cluster.core.list_namespaced_pod, pod.metadata.name, namespace=namespace, timeout=60)
+    finally:
+        fenceposts.stop()
+        creations.stop()
+    assert aborted.returncode == 0, aborted.stderr
+    # The driver that ran the gate stopped it, said so, and unwound the canary.
+    assert changed.returncode == 1
+    assert f"step 2/3: gate stopped (aborted): Job {job_name} deleted" in changed.stdout, changed.stdout
+    assert "canary aborted: ReplicaSet" in changed.stderr
+    assert counts(cluster, namespace) == {V2: (0, 0), manifests.IMAGE: (10, 10)}
+    assert fenceposts.breaches_of(10, "25%", "25%") == []
+    # Nothing recorded for the stopped gate (a retry runs it again); one Job in all, gone with its pods.
+    assert canary_state(cluster, namespace).get("gate") is None
+    assert len(creations.created) == 1
+    assert gate_pods(cluster, namespace, job_name) == []
+    assert stopped_events(cluster, namespace) == [
+        f"step 2/3: gate job: smoke stopped (aborted): Job {job_name} deleted"
+    ]
+
+
+def test_abort_while_a_command_gate_runs_kills_its_command(
+    cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    said = tmp_path / "gate-pid"
+    os.mkfifo(said)
+    steps = f"setWeight 30\ngate command: echo $$ > {said}; exec sleep 600\nsetWeight 100"
+    created(cluster, namespace, kubeconfig, tmp_path, workload(steps))
+    pids: list[int] = []
+    reader = threading.Thread(target=lambda: pids.append(int(said.read_text())), daemon=True)
+    reader.start()  # blocks on the FIFO until the gate's command opens it
+    rolling = RunningPlugin("set", "image", "web", f"app={V2}", "-n", namespace, kubeconfig=kubeconfig)
+    try:
+        reader.join(timeout=90)
+        assert pids, "the gate's command never ran"
+        (pid,) = pids
+        assert _alive(pid)
+        aborted = plugin(kubeconfig, namespace, "abort", "web")
+    finally:
+        changed = rolling.finish(timeout=120)
+    assert aborted.returncode == 0, aborted.stderr
+    assert changed.returncode == 1
+    assert "step 2/3: gate stopped (aborted): its command killed" in changed.stdout, changed.stdout
+    assert _wait_gone(pid, 10), f"the gate's command (pid {pid}) still runs"
+    assert counts(cluster, namespace) == {V2: (0, 0), manifests.IMAGE: (10, 10)}
+    assert canary_state(cluster, namespace).get("gate") is None
+
+
+def test_an_abort_recorded_while_the_agent_was_dead_deletes_the_job_it_left_running(
+    agent_dir: AgentPaths, cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    job_template(cluster, namespace, behaviour="succeed", complete_after="600s")
+    created(cluster, namespace, kubeconfig, tmp_path, workload(JOB_STEPS))
+    creations = JobCreations(cluster, namespace).start()
+    try:
+        with connect(agent_dir, name="test") as agent:
+            pid = agent.agent["pid"]
+            job = agent.submit(set_image_job(kubeconfig, namespace))
+        assert creations.wait(lambda: len(creations.created) == 1, timeout=90), "the gate's Job was never created"
+        (job_name, _uid) = creations.created[0]
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone(pid, 10)
+        # The dead agent's Lease is left to lapse (the agent resumes its jobs itself): the abort is recorded only.
+        aborted = plugin(kubeconfig, namespace, "abort", "web")
+        assert aborted.returncode == 0, aborted.stderr
+        assert "recorded; the driver that holds the workload (" in aborted.stderr
+        assert "/rollout-plus-agent/" in aborted.stderr  # the agent, which carries it out once it runs again
+        with connect(agent_dir, name="test") as agent:
+            assert agent.agent["pid"] != pid
+        seen = _follow(agent_dir, job.id)  # the resumed driver carries the abort out
+    finally:
+        creations.stop()
+    stopped = [e.event for e in seen if isinstance(e.event, cev.GateStopped)]
+    assert [(e.step, e.why, e.what) for e in stopped] == [(2, "aborted", f"Job {job_name} deleted")]
+    batch = client.BatchV1Api(cluster.api_client)
+    watching.until_deleted(batch.list_namespaced_job, job_name, namespace=namespace, timeout=30)
+    assert counts(cluster, namespace) == {V2: (0, 0), manifests.IMAGE: (10, 10)}
+    assert len(creations.created) == 1
+    assert stopped_events(cluster, namespace) == [
+        f"step 2/3: gate job: smoke stopped (aborted): Job {job_name} deleted"
+    ]

@@ -75,15 +75,23 @@ def test_a_timed_pause_counts_down_to_its_end() -> None:
         pytest.param(None, GateStatus.RUNNING, id="running"),
         pytest.param(True, GateStatus.PASSED, id="passed"),
         pytest.param(False, GateStatus.FAILED, id="failed"),
+        pytest.param("stopped", GateStatus.STOPPED, id="stopped"),
     ],
 )
-def test_the_gate_and_its_last_result(ran: bool | None, status: GateStatus) -> None:
+def test_the_gate_and_its_last_result(ran: bool | str | None, status: GateStatus) -> None:
     events: list[Event] = [
         *AT_THE_PAUSE,
         _started(5, "command ./check.sh", 10),
         cev.GateStarted(workload="web", step=5, steps=5, text="command ./check.sh"),
     ]
-    if ran is not None:
+    if ran == "stopped":
+        events.append(
+            cev.GateStopped(
+                workload="web", step=5, steps=5, text="command ./check.sh", why="aborted", what="its command killed"
+            )
+        )
+    elif ran is not None:
+        assert isinstance(ran, bool)
         events.append(
             cev.GateRan(
                 workload="web",
@@ -102,6 +110,8 @@ def test_the_gate_and_its_last_result(ran: bool | None, status: GateStatus) -> N
     assert (gate.step, gate.status) == (5, status)
     if ran is False:
         assert (gate.exit_code, gate.output, gate.on_failure) == (3, "p99 412ms > 300ms", "abort")
+    if ran == "stopped":
+        assert (gate.stopped, gate.exit_code, gate.output) == ("aborted: its command killed", None, "")
 
 
 def test_promote_abort_retry_and_the_end() -> None:

@@ -125,6 +125,23 @@ class GateRan(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GateStopped(Event):
+    """A gate still running when its verdict stopped being wanted (the canary was aborted, or promoted past its
+    step): its command killed, or its Job deleted. Nothing is recorded for it: a retry runs it again."""
+
+    TYPE = "GateStopped"
+
+    workload: str
+    step: int
+    steps: int
+    text: str
+    #: why: "aborted" or "promoted"
+    why: str
+    #: what was stopped: "its command killed", "Job web-5d8f7c9b4-gate2-9f29 deleted"
+    what: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Promoted(Event):
     TYPE = "Promoted"
 

@@ -29,6 +29,7 @@ CANARY_EVENTS: tuple[type[Event], ...] = (
     cev.PausedAtStep,
     cev.GateStarted,
     cev.GateRan,
+    cev.GateStopped,
     cev.Promoted,
     cev.Aborted,
     cev.Retried,
@@ -45,6 +46,8 @@ class GateStatus(enum.StrEnum):
     RUNNING = "running"
     PASSED = "passed"
     FAILED = "failed"
+    #: its verdict stopped being wanted while it ran (aborted, promoted past): killed, its Job deleted
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +62,8 @@ class GateView:
     seconds: float = 0.0
     #: what a failure does: "abort" or "pause"
     on_failure: str = ""
+    #: a stopped gate: why, and what was stopped ("aborted: Job web-5d8f7c9b4-gate2-9f29 deleted")
+    stopped: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +159,15 @@ def fold_canary(view: CanaryView | None, event: Event, *, at: float) -> CanaryVi
             on_failure=event.on_failure,
         )
         return replace(view, texts=texts, step=event.step, gate=gate)
+    if isinstance(event, cev.GateStopped):
+        texts = _with_text(view.texts, step=event.step, steps=event.steps, text=event.text)
+        gate = GateView(
+            step=event.step,
+            text=event.text,
+            status=GateStatus.STOPPED,
+            stopped=f"{event.why}: {event.what}" if event.what else event.why,
+        )
+        return replace(view, texts=texts, gate=gate)
     if isinstance(event, cev.Promoted):
         texts = _with_text(view.texts, step=event.step, steps=event.steps, text="")
         promoted = Mark(by=event.by, at=event.when)

@@ -72,10 +72,19 @@ class CommandGateRun(GateThread):
 
     def stop(self) -> None:
         """Kill the command (the driver is ending without its verdict); the next driver runs it again."""
+        self._kill()
+
+    def cancel(self) -> str:
+        return "its command killed" if self._kill() else "its command had ended"
+
+    def _kill(self) -> bool:
+        """Kill the command's process group; whether it was still running."""
         with self._lock:
             self._stopped = True
             if self._process is not None and self._process.poll() is None:
                 os.killpg(self._process.pid, signal.SIGKILL)
+                return True
+            return False
 
     def _run(self) -> None:
         try:

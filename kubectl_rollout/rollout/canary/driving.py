@@ -24,8 +24,9 @@ from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.events.rollout import RolloutOutcome
 from kubectl_rollout.kube.cluster_access import Cluster
 from kubectl_rollout.rollout.canary.command_gate import CommandGateRun, gate_environment
+from kubectl_rollout.rollout.canary.gate_job import gate_job_name
 from kubectl_rollout.rollout.canary.gate_thread import GateThread
-from kubectl_rollout.rollout.canary.job_gate_run import job_gate_run
+from kubectl_rollout.rollout.canary.job_gate_run import delete_gate_job, job_gate_run
 from kubectl_rollout.rollout.canary.prometheus_gate_run import measure
 from kubectl_rollout.rollout.canary.record_state import record_canary_event, save_state, state_of, step_started
 from kubectl_rollout.rollout.canary.state import (
@@ -47,7 +48,7 @@ from kubectl_rollout.rollout.canary.state import (
 from kubectl_rollout.rollout.plan import ManagedReplicaSet
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
-from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, CommandGate, Step, parse_steps
+from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, CommandGate, JobGate, Step, parse_steps
 from kubectl_rollout.rollout.steps.weights import Counts
 
 #: who paused a canary at a pause step, or aborted it on a failed gate: the step itself, not a person
@@ -94,6 +95,10 @@ class CanaryWalker:
         self._gate: GateThread | None = None
         #: (canary hash, step) of the gate run by this driver
         self._gate_for: tuple[str, int] | None = None
+        #: (steps, the step's text) of that gate, for what is said when it is stopped
+        self._gate_said: tuple[int, str] = (0, "")
+        #: (canary hash, step, when it began) of the aborted Job gate step whose Job this driver deleted
+        self._orphan_ended: tuple[str, int, float] | None = None
         #: (canary hash, step) of the last StepStarted reported, so that a driver that takes over says it once
         self._announced: tuple[str, int] | None = None
 
@@ -129,12 +134,9 @@ class CanaryWalker:
         if not record.spec.rolling:
             return CanaryPass()
         state = state_of(record)
+        self._cancel_unwanted_gate(record, state)
         if state is None or state.canary_hash != template_hash:
             return self._begin(record, state, template_hash=template_hash, old=old, now=now)
-        if self._gate is not None and self._gate_for != (state.canary_hash, state.step):
-            # Promoted past its step, or aborted, while it ran: its verdict is no longer wanted.
-            self._gate.stop()
-            self._gate, self._gate_for = None, None
         steps = parse_steps("\n".join(state.steps), workload=record.name) if state.steps else ()
         replicas = record.spec.replicas
         decision = decide(steps=steps, state=state, replicas=replicas, now=now)
@@ -197,6 +199,7 @@ class CanaryWalker:
                 reason += f" ({result.output})"
             return self._abort(record, state, steps, by=BY_STEP, reason=reason, now=now)
         assert isinstance(decision, Unwind)
+        self._end_orphaned_job(record, state, steps)
         goal = decision.goal
         if self._reached(goal, new, stable, others):
             stable_name = stable.name if stable is not None else state.stable
@@ -211,6 +214,55 @@ class CanaryWalker:
                 ),
             )
         return CanaryPass(goal=goal, stable=state.stable, holding=True)
+
+    # --- a gate whose verdict is no longer wanted ---------------------------------------------
+
+    def _cancel_unwanted_gate(self, record: Record, state: CanaryState | None) -> None:
+        """The gate this driver runs, when the canary was aborted, promoted past its step or replaced (a new
+        template, the steps removed) while it ran: its command is killed, its Job deleted."""
+        if self._gate is None or self._gate_for is None:
+            return
+        if state is not None and self._gate_for == (state.canary_hash, state.step) and state.aborted is None:
+            return
+        gate, (gate_hash, index), (steps, text) = self._gate, self._gate_for, self._gate_said
+        self._gate, self._gate_for = None, None
+        if gate.finished:
+            return  # it ended before the news came: nothing to stop, and a Job's pods keep its logs
+        if state is not None and state.aborted is not None:
+            why = "aborted"
+            self._orphan_ended = (state.canary_hash, state.step, state.step_started_at)  # deleted here, once
+        elif state is not None and state.canary_hash == gate_hash:
+            why = "promoted"
+        else:
+            why = "replaced"
+        self._stopped(record, step=index, steps=steps, text=text, why=why, what=gate.cancel())
+
+    def _end_orphaned_job(self, record: Record, state: CanaryState, steps: tuple[Step, ...]) -> None:
+        """An aborted canary at a Job gate that no driver follows now (the driver that created the Job died, or
+        the abort was carried out where no driver ran): its Job is deleted, once per driver."""
+        if state.step >= len(steps) or not isinstance(steps[state.step], JobGate):
+            return
+        if state.gate is not None and state.gate.step == state.step:
+            return  # the Job ended and its verdict is recorded: nothing runs
+        key = (state.canary_hash, state.step, state.step_started_at)
+        if self._orphan_ended == key:
+            return
+        self._orphan_ended = key
+        name = gate_job_name(
+            workload=record.name,
+            canary_hash=state.canary_hash,
+            step=state.step,
+            step_started_at=state.step_started_at,
+        )
+        what = delete_gate_job(self.cluster, name, record.namespace)
+        if what is not None:
+            self._stopped(
+                record, step=state.step, steps=len(steps), text=str(steps[state.step]), why="aborted", what=what
+            )
+
+    def _stopped(self, record: Record, *, step: int, steps: int, text: str, why: str, what: str) -> None:
+        self.emit(cev.GateStopped(workload=self.name, step=step + 1, steps=steps, text=text, why=why, what=what))
+        self._tell(record, "GateStopped", f"step {step + 1}/{steps}: {text} stopped ({why}): {what}")
 
     # --- the steps ------------------------------------------------------------------------
 
@@ -341,8 +393,6 @@ class CanaryWalker:
         key = (state.canary_hash, state.step)
         text = str(steps[state.step])
         if self._gate is None or self._gate_for != key:
-            if self._gate is not None:
-                self._gate.stop()
             environment = gate_environment(
                 workload=self.name,
                 namespace=record.namespace,
@@ -359,6 +409,7 @@ class CanaryWalker:
                 else job_gate_run(self.cluster, record, state, gate, environment)
             ).start(self._wake)
             self._gate_for = key
+            self._gate_said = (len(steps), text)
             self.emit(cev.GateStarted(workload=self.name, step=state.step + 1, steps=len(steps), text=text))
             return holding
         outcome = self._gate.outcome

@@ -38,6 +38,13 @@ class GateThread:
         return self.outcome is not None
 
     def stop(self) -> None:
+        """The driver ends without the verdict: stop waiting for it (what the gate started may go on for the
+        next driver)."""
+        raise NotImplementedError
+
+    def cancel(self) -> str:
+        """The verdict is no longer wanted (aborted, promoted past): end the gate and what it started; a few words
+        on what was stopped."""
         raise NotImplementedError
 
     def _run(self) -> None:

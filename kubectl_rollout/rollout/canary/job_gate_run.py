@@ -4,9 +4,11 @@ On a thread of its own, like a command gate, so that the driver keeps its
 Lease and its watches meanwhile. The Job's name is fixed by the record
 (``gate_job.gate_job_name``): a driver that finds the Job already there
 (AlreadyExists: an earlier driver created it, then died) follows that Job and
-creates none. Stopping a run stops the following only: the Job goes on in the
-cluster, and the next driver follows it to its end. Its result is written to
-the record before the driver acts on it, so an ended Job is never run again.
+creates none. Stopping a run (its driver ends) stops the following only: the
+Job goes on in the cluster, and the next driver follows it to its end.
+Cancelling it (the canary aborted, or promoted past the step) deletes the Job
+and its pods. Its result is written to the record before the driver acts on
+it, so an ended Job is never run again.
 """
 
 from __future__ import annotations
@@ -57,10 +59,17 @@ class JobGateRun(GateThread):
         #: True: this run created the Job; False: it found the Job an earlier driver created
         self.created = False
         self._stopped = threading.Event()
+        self._cancelled = threading.Event()
 
     def stop(self) -> None:
         """Stop following (the driver ends); the Job goes on, and the next driver follows it."""
         self._stopped.set()
+
+    def cancel(self) -> str:
+        """Stop following and delete the Job, its pods with it (a Job created after this is deleted as it is)."""
+        self._cancelled.set()
+        self._stopped.set()
+        return delete_gate_job(self.cluster, self.name, self.namespace) or f"Job {self.name} was gone"
 
     def _run(self) -> None:
         try:
@@ -90,6 +99,9 @@ class JobGateRun(GateThread):
         try:
             found = batch.create_namespaced_job(self.namespace, job)
             self.created = True
+            if self._cancelled.is_set():  # cancelled while the create was on its way
+                delete_gate_job(self.cluster, self.name, self.namespace)
+                return None
         except ApiException as err:
             if err.status != 409:
                 return self._ended(False, f"Job {self.name} could not be created: {describe_api_error(err)}")
@@ -144,6 +156,20 @@ class JobGateRun(GateThread):
         ok, said = verdict
         finished = job.status.completion_time if job.status is not None else None
         return self._ended(ok, f"Job {self.name}: {said}", _epoch(finished) if finished is not None else None)
+
+
+def delete_gate_job(cluster: Cluster, name: str, namespace: str) -> str | None:
+    """Delete a gate's Job and its pods (background propagation); a few words on what happened, None when there
+    was no such Job."""
+    try:
+        client.BatchV1Api(cluster.api_client).delete_namespaced_job(name, namespace, propagation_policy="Background")
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        return f"Job {name} could not be deleted: {describe_api_error(err)}"
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        return f"Job {name} could not be deleted: {_said(err)}"
+    return f"Job {name} deleted"
 
 
 def job_gate_run(

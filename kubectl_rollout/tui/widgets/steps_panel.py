@@ -56,9 +56,16 @@ def describe_steps(canary: CanaryView, *, canary_pods: int, replicas: int, now: 
     if gate is not None:
         text.append("\ngate ", style="bold")
         text.append(f"step {gate.step} {gate.text}: ")
-        style = {GateStatus.RUNNING: "cyan", GateStatus.PASSED: "green", GateStatus.FAILED: "bold red"}[gate.status]
+        style = {
+            GateStatus.RUNNING: "cyan",
+            GateStatus.PASSED: "green",
+            GateStatus.FAILED: "bold red",
+            GateStatus.STOPPED: "yellow",
+        }[gate.status]
         text.append(str(gate.status), style=style)
-        if gate.status is not GateStatus.RUNNING:
+        if gate.status is GateStatus.STOPPED:
+            text.append(f" ({gate.stopped})")
+        elif gate.status is not GateStatus.RUNNING:
             code = "none (did not start, or timed out)" if gate.exit_code is None else str(gate.exit_code)
             text.append(f", exit code {code}, after {duration(gate.seconds)}")
             if gate.status is GateStatus.FAILED and gate.on_failure:
