@@ -22,6 +22,7 @@ from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, JobResult, JobSpec, RolloutAction
 from kubectl_rollout.kube.cluster_access import Cluster, describe_api_error
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.holder_identity import display
 from kubectl_rollout.kube.permissions import require
 from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.kube.workload_lease import LeaseHeld, refuse_while_held_for_a_purpose
@@ -164,13 +165,15 @@ def _canary_command(cluster: Cluster, action: RolloutAction, namespace: str, con
     try:
         result = drive(cluster, record.namespace, name, action.drive, context)
     except LeaseHeld as held:
+        driver = display(held.holder) if held.holder else "another process"
         return ev.RolloutFinished(
             workload=name,
             namespace=namespace,
             succeeded=True,
             outcome=ev.RolloutOutcome.RECORDED,
-            message=f"recorded; the driver that holds the workload ({held.holder or 'another process'}) carries "
-            f"it out; follow it with {command('status', name, '-w')}",
+            message=f"recorded; the driver that holds the workload ({driver}) carries it out; follow it with "
+            f"{command('status', name, '-w')}",
+            driven_by=driver,
         )
     if action.kind is ActionKind.ABORT and result.outcome is ev.RolloutOutcome.ABORTED:
         # What abort asked for: the stable ReplicaSet back at full size.

@@ -195,6 +195,42 @@ def test_gates_promote_abort_retry() -> None:
     assert err == ["  step 2/3: running gate command: ./check.sh"]
 
 
+def test_a_gate_stopped_says_why_and_what() -> None:
+    out, err = render(
+        cev.GateStopped(
+            workload="web",
+            step=2,
+            steps=3,
+            text="gate job: smoke",
+            why="aborted",
+            what="Job web-5d8f-gate2-9f29 deleted",
+        ),
+        cev.GateStopped(workload="web", step=2, steps=3, text="gate command: x", why="promoted", what=""),
+    )
+    assert out == [
+        "step 2/3: gate stopped (aborted): Job web-5d8f-gate2-9f29 deleted",
+        "step 2/3: gate stopped (promoted)",
+    ]
+    assert err == []
+
+
+def test_a_command_recorded_for_another_driver_says_which_and_how_to_follow_it() -> None:
+    message = "recorded; the driver that holds the workload (build-01/rollout-plus-agent) carries it out; follow it"
+    held = ev.RolloutFinished(
+        workload="web",
+        namespace="shop",
+        succeeded=True,
+        outcome=ev.RolloutOutcome.RECORDED,
+        message=message,
+        driven_by="build-01/rollout-plus-agent",
+    )
+    unheld = ev.RolloutFinished(
+        workload="web", namespace="shop", succeeded=True, outcome=ev.RolloutOutcome.RECORDED, message="recorded"
+    )
+    assert render(held) == ([], [message])
+    assert render(unheld) == ([], [])
+
+
 def test_an_abort_that_restored_the_stable_says_so_without_error() -> None:
     message = "canary aborted: ReplicaSet web-1 is back at 10 replicas"
     _out, err = render(

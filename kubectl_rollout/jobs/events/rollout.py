@@ -399,6 +399,9 @@ class RolloutFinished(Event):
     message: str = ""
     paused: bool = False
     rolled_back_to: int | None = None
+    #: Recorded only, because another driver holds the workload: that driver (its holder identity as shown),
+    #: which carries the change out
+    driven_by: str = ""
 
 
 #: the driver's doings on ReplicaSets, as a printer or a view lists them
