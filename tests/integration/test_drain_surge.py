@@ -248,8 +248,11 @@ def test_a_drained_pod_deleted_before_its_eviction_lowers_the_count_once_as_an_e
     healthy = HealthyPods(cluster, namespace).start()
 
     running = RunningPlugin("drain", target, "--surge", "-o", "jsonl", kubeconfig=kubeconfig)
-    # Raised; the drained pods wait 4 s for the extra ones to be Ready: one of them goes now, not by the drain.
+    # Raised, and the node's pods listed for their evictions (a pod gone before that list is not the drain's);
+    # they wait 4 s for the extra ones to be Ready: one of them goes now, not by the drain.
     running.wait_for(lambda line: '"type": "SurgeStarted"' in line, timeout=60, what="the surge")
+    listed = running.wait_for(lambda line: '"type": "NodeDrainStarted"' in line, timeout=60, what="the node's pods")
+    assert drained[0] in listed
     marked = cluster.core.read_namespaced_pod(drained[0], namespace).metadata.annotations or {}
     assert marked.get(DELETION_COST) == FIRST_TO_GO, marked
     cluster.core.delete_namespaced_pod(drained[0], namespace)
@@ -473,11 +476,21 @@ def test_uncordon_restores_a_leftover_surge(
 ) -> None:
     target, spare = dedicated_nodes(2)
     one_replica_min_available_one(cluster, namespace, target, spare)
+    (drained,) = cluster.core.list_namespaced_pod(namespace).items
     code, _ = _run_until(kubeconfig, ["drain", target, "--surge"], '"type": "SurgeStarted"')
     assert code == -signal.SIGKILL
     assert replicas_of(cluster, namespace, "web") == 2
+    # The killed drain's mark stays on the pod of the node it was draining, with the pod's own cost (none).
+    marked = cluster.core.read_namespaced_pod(drained.metadata.name, namespace).metadata.annotations or {}
+    assert (marked.get(DELETION_COST), marked.get(COST_BEFORE)) == (FIRST_TO_GO, ""), marked
+    timeline = (
+        Timeline()
+        .watch("deployment", cluster.apps.list_namespaced_deployment, namespace=namespace)
+        .watch("pod", cluster.core.list_namespaced_pod, namespace=namespace)
+    )
 
     result = run_plugin("uncordon", target, kubeconfig=kubeconfig)
+    timeline.stop()
 
     assert result.returncode == 0, result.stderr
     assert "restored a surge left by drain" in result.stderr
@@ -485,6 +498,18 @@ def test_uncordon_restores_a_leftover_surge(
     assert replicas_of(cluster, namespace, "web") == 1
     assert surge_labels(cluster, namespace, "web") == {}
     assert node_state(cluster, target)[0] is False
+    # The mark came off before the count came down, so that the scale-down removes the extra pod, not the pod
+    # of the node given back (the ReplicaSet controller ranks the deletion cost before readiness).
+    lowered = next(w for w in timeline.writes("deployment") if w.obj.spec.replicas == 1 and w.type == "MODIFIED")
+    unmarked = next(
+        w
+        for w in timeline.writes("pod")
+        if w.obj.metadata.uid == drained.metadata.uid and COST_BEFORE not in (w.obj.metadata.annotations or {})
+    )
+    assert unmarked.revision < lowered.revision
+    assert DELETION_COST not in (unmarked.obj.metadata.annotations or {})
+    for pod in cluster.core.list_namespaced_pod(namespace).items:
+        assert COST_BEFORE not in (pod.metadata.annotations or {}), pod.metadata.annotations
 
 
 # --- managed workloads (rollout-plus apply): surged through their one ReplicaSet ---------------------

@@ -17,8 +17,10 @@ the pods it created for it (its expectations), those pods come after the marks o
 every lowering meets a cache that has the marks.
 
 The pods the drain did not evict get their own cost back before the restore, so that a restore removes
-extra pods, not them. The cost a pod had is kept in ``COST_BEFORE`` meanwhile. A killed drain's marks
-stay, on pods of nodes that were being drained.
+extra pods, not them. The cost a pod had is kept in ``COST_BEFORE`` meanwhile (empty: none), on every
+marked pod: a killed drain's marks are found by it, and the leftover restore of a later drain, ``uncordon``
+or the agent's resume gives each pod of the surged object its cost back before it puts the count back
+(``unmark_left``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: the lowest cost the API server accepts (an int32)
 FIRST_TO_GO = str(-(2**31))
-#: on a marked pod that had a cost of its own: that cost, given back if the pod is not evicted
+#: on every marked pod: the cost it had ("" for none), given back if the pod is not evicted
 COST_BEFORE = "rollout-plus.kubectl.io/deletion-cost-before"
 #: pods patched at once (the client's connection pool holds more)
 PARALLEL = 8
@@ -51,7 +53,7 @@ def mark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple[s
 
     def one(pod: PodRef) -> bool:
         before = costs_before.get((pod.namespace, pod.name))
-        return _patch(cluster, pod, {DELETION_COST: FIRST_TO_GO, COST_BEFORE: before}, "mark")
+        return _patch(cluster, pod, {DELETION_COST: FIRST_TO_GO, COST_BEFORE: before or ""}, "mark")
 
     pods = list(pods)
     return [pod for pod, done in zip(pods, _each(one, pods), strict=True) if done]
@@ -65,6 +67,24 @@ def unmark(cluster: Cluster, pods: Iterable[PodRef], costs_before: Mapping[tuple
         return _patch(cluster, pod, {DELETION_COST: before, COST_BEFORE: None}, "unmark")
 
     _each(one, list(pods))
+
+
+def unmark_left(cluster: Cluster, namespace: str, selector: str) -> int:
+    """A killed drain's marks on the pods ``selector`` picks (the surged object's): each pod that carries
+    ``COST_BEFORE`` gets that cost back (none when empty); how many pods did."""
+    if not selector:
+        return 0  # an empty selector picks every pod of the namespace: never ours to touch
+    pods = call_with_retry(cluster.core.list_namespaced_pod, namespace, label_selector=selector).items
+    left = {
+        PodRef(namespace=namespace, name=pod.metadata.name): (pod.metadata.annotations or {})[COST_BEFORE] or None
+        for pod in pods
+        if COST_BEFORE in (pod.metadata.annotations or {})
+    }
+
+    def one(pod: PodRef) -> bool:
+        return _patch(cluster, pod, {DELETION_COST: left[pod], COST_BEFORE: None}, "unmark")
+
+    return sum(_each(one, list(left)))
 
 
 def _each(patch: Callable[[PodRef], bool], pods: list[PodRef]) -> list[bool]:

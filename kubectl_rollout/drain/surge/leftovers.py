@@ -3,8 +3,9 @@
 A drain that dies mid-surge leaves its record on the object it raised (a
 Deployment, or a managed workload's ReplicaSet; ``record``). The next drain,
 ``uncordon`` and the agent's resume list such records across all namespaces and
-put each count back, unless the Lease of the surge is still renewed: then a
-live drain owns it (``leases``). Each restore is reported (``SurgeRestored``,
+put each count back (the drain's deletion-cost marks off its pods first,
+``first_to_go``), unless the Lease of the surge is still renewed: then a live
+drain owns it (``leases``). Each restore is reported (``SurgeRestored``,
 ``leftover=True``) and recorded as a Kubernetes Event on the object.
 """
 
@@ -16,6 +17,7 @@ import time
 
 from kubernetes.client.exceptions import ApiException
 
+from kubectl_rollout.drain.surge.first_to_go import unmark_left
 from kubectl_rollout.drain.surge.leases import driver_lease, surge_lease
 from kubectl_rollout.drain.surge.pdb_recount import clear_left_by
 from kubectl_rollout.drain.surge.record import DEPLOYMENT, KINDS, SurgeRecord, kind_named, list_records, restore
@@ -103,6 +105,8 @@ def _restore_leftover(
         log.info("surge of %s %s/%s: its Lease is renewed; left alone", record.kind, record.namespace, record.name)
         return None
     ref = workloads[record]
+    # The killed drain's marks first, so that the count coming down removes extra pods rather than drained ones.
+    unmark_left(cluster, record.namespace, record.selector)
     outcome = restore(
         cluster, record.namespace, record.name, kind=kind_named(record.kind), expected=None if ref else -1
     )

@@ -92,6 +92,8 @@ class SurgeRecord:
     #: the object's controller owner (a ReplicaSet's: its managed workload's record ConfigMap); "" for none
     owner_kind: str = ""
     owner_name: str = ""
+    #: the object's pod selector as a label selector string ("" when it has none or cannot be written so)
+    selector: str = ""
 
 
 def record_of(obj: Any, kind: RecordedKind = DEPLOYMENT) -> SurgeRecord | None:
@@ -112,7 +114,31 @@ def record_of(obj: Any, kind: RecordedKind = DEPLOYMENT) -> SurgeRecord | None:
         drain=labels.get(SURGED_BY, ""),
         owner_kind=owner.kind if owner is not None else "",
         owner_name=owner.name if owner is not None else "",
+        selector=selector_text(obj.spec.selector if obj.spec is not None else None),
     )
+
+
+#: a label selector's operators as a selector string writes them
+_OPERATORS = {"In": "in", "NotIn": "notin"}
+
+
+def selector_text(selector: Any) -> str:
+    """A ``V1LabelSelector`` as the string ``label_selector=`` takes; "" for none, and for an operator this does
+    not know (nothing is listed by a selector that would pick more than the object's pods)."""
+    if selector is None:
+        return ""
+    parts = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
+    for expression in selector.match_expressions or []:
+        if expression.operator in _OPERATORS:
+            values = ",".join(sorted(expression.values or []))
+            parts.append(f"{expression.key} {_OPERATORS[expression.operator]} ({values})")
+        elif expression.operator == "Exists":
+            parts.append(expression.key)
+        elif expression.operator == "DoesNotExist":
+            parts.append(f"!{expression.key}")
+        else:
+            return ""
+    return ",".join(parts)
 
 
 class CountChanged(Exception):
