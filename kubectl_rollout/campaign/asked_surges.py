@@ -15,6 +15,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from kubectl_rollout.eviction.stop_switch import StopSwitch
+
+#: what a node's drain stopped for a surge request says of itself
+STOPPED_FOR_SURGE = "stopped to drain the node again through a surge (jobs surge)"
+
 
 class Phase(enum.Enum):
     #: not draining in this run (a later wave, its wave's hooks, or its drain over)
@@ -50,7 +55,7 @@ class AskedSurges:
     def __init__(self, asked: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._asked: set[str] = set(asked)
-        self._draining: dict[str, threading.Event] = {}
+        self._draining: dict[str, StopSwitch] = {}
         self._surging: set[str] = set()
         self._all_stopped = False
 
@@ -77,18 +82,18 @@ class AskedSurges:
                 moves[node] = move_for(self._phase(node))
                 self._asked.add(node)
                 if moves[node] is Move.STOP_AND_SURGE:
-                    self._draining[node].set()
+                    self._draining[node].stop(STOPPED_FOR_SURGE, handed_over=True)
         return moves
 
-    def start_drain(self, node: str) -> threading.Event | None:
+    def start_drain(self, node: str) -> StopSwitch | None:
         """A node's drain starts: None when it is to surge (asked for), else the switch that stops its drain
         without a surge, set already when every drain is being stopped (a cancel, a window's end)."""
         with self._lock:
             if node in self._asked:
                 return None
-            stop = self._draining[node] = threading.Event()
+            stop = self._draining[node] = StopSwitch()
             if self._all_stopped:
-                stop.set()
+                stop.stop("cancelled")
             return stop
 
     def end_drain(self, node: str) -> bool:
@@ -114,7 +119,7 @@ class AskedSurges:
         with self._lock:
             self._all_stopped = True
             for stop in self._draining.values():
-                stop.set()
+                stop.stop("cancelled")
 
     def go_on(self) -> None:
         """Drains may start again (the next wave, the next window)."""

@@ -117,6 +117,11 @@ def _drain_failed(event: drain_events.NodeDrainFailed, _view: DrainView) -> Iter
     yield "err", f'error: unable to drain node "{event.node}" due to error: {event.reason}, continuing command...'
 
 
+def _drain_stopped(event: drain_events.NodeDrainStopped, _view: DrainView) -> Iterator[Line]:
+    left = f", {len(event.pending)} pod(s) left to it" if event.pending else ""
+    yield "out", f"node/{event.node}: drain {event.why}{left}"
+
+
 def _waiting_for_workloads(event: drain_events.WaitingForWorkloads, _view: DrainView) -> Iterator[Line]:
     waiting = ", ".join(map(str, event.workloads))
     yield "out", f"waiting for evicted workloads to be available before the next batch: {waiting}"
@@ -235,6 +240,11 @@ def _surge_skipped(event: surge_events.SurgeSkipped, _view: DrainView) -> Iterat
     yield "err", f"{event.workload} not surged: {event.reason}"
 
 
+def _surge_waits(event: surge_events.SurgeWaitsForResume, _view: DrainView) -> Iterator[Line]:
+    nodes = ", ".join(f"node/{n}" for n in event.nodes)
+    yield "err", f"the job is paused: the surge for {nodes} raises nothing until it is resumed"
+
+
 def _surge_started(event: surge_events.SurgeStarted, _view: DrainView) -> Iterator[Line]:
     if event.warning:
         yield "err", f"Warning: {event.workload}: {event.warning}"
@@ -300,12 +310,14 @@ DRAIN_FORMATTERS: dict[type[Event], Formatter] = {
     drain_events.BatchStarted: _batch,
     drain_events.NodeDrained: _drained,
     drain_events.NodeDrainFailed: _drain_failed,
+    drain_events.NodeDrainStopped: _drain_stopped,
     drain_events.WaitingForWorkloads: _waiting_for_workloads,
     drain_events.WorkloadsAvailable: _workloads_available,
     drain_events.DrainFinished: _finished,
     EvictionBlocked: _blocked_in_drain,
     surge_events.SurgesPlanned: _surges_planned,
     surge_events.SurgeSkipped: _surge_skipped,
+    surge_events.SurgeWaitsForResume: _surge_waits,
     surge_events.SurgeStarted: _surge_started,
     surge_events.SurgeReady: _surge_ready,
     surge_events.SurgeRestored: _surge_restored,

@@ -49,6 +49,7 @@ from kubectl_rollout.drain.workload_availability import owning_workloads, wait_u
 from kubectl_rollout.eviction.order import eviction_order, priority_of
 from kubectl_rollout.eviction.pdb_watch import blocks, unhealthy_pod_may_go
 from kubectl_rollout.eviction.pod_evictor import DryRun, EvictionSettings, PodEvictor
+from kubectl_rollout.eviction.stop_switch import StopSwitch
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
@@ -468,6 +469,9 @@ class DrainEngine:
         if self.surge_max is None or self.options.dry_run is not DryRun.NONE or self.options.disable_eviction:
             yield
             return
+        if not self._resumed(nodes):
+            yield  # cancelled while paused: nothing raised, and the drain that follows ends cancelled
+            return
         session = self._surge_session()
         self._surges = session
         try:
@@ -491,6 +495,16 @@ class DrainEngine:
         finally:
             self._surges = None
             session.finish()
+
+    def _resumed(self, nodes: list[Any]) -> bool:
+        """Hold a surge while the job is paused: a raise changes the cluster, which a paused job does not (a
+        campaign asked to surge a node while paused raises once resumed). False: cancelled meanwhile."""
+        paused = self.evictor.paused
+        if paused.is_set():
+            self.emit(surge_events.SurgeWaitsForResume(nodes=tuple(n.metadata.name for n in nodes)))
+            while paused.is_set() and not self.cancel.wait(0.2):
+                pass
+        return not self.cancel.is_set()
 
     def _wait_for_workloads(self, evicted: list[Any]) -> None:
         workloads = owning_workloads(self.cluster, evicted)
@@ -581,6 +595,10 @@ class DrainEngine:
                 failures = {qualified(p): r for p, r in zip(to_remove, results, strict=True) if r is not None}
         finally:
             node_pods.stop()
+        if failures and isinstance(stop, StopSwitch) and stop.is_set() and stop.handed_over:
+            # Stopped to be drained again (through a surge): the pods left are that drain's, nothing failed.
+            self.emit(drain_events.NodeDrainStopped(node=name, why=stop.why, pending=tuple(sorted(failures))))
+            return NodeOutcome(node=name, ok=False, reason=stop.why, pending=sorted(failures))
         if failures:
             # One error per pod, in kubectl's words, as kubectl's drain aggregates them.
             errors = [failures[pod].error for pod in sorted(failures)]

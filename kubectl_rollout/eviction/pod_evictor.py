@@ -29,6 +29,7 @@ from kubectl_rollout.eviction.pdb_pods import PdbPodsReporter
 from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
+from kubectl_rollout.eviction.stop_switch import StopSwitch
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import eviction as eviction_events
 from kubectl_rollout.jobs.events.base import Event, PodRef
@@ -236,6 +237,11 @@ class PodEvictor:
             # kubectl's words and its Go duration form ("1m0s"), which scripts match on.
             reason = f"global timeout reached: {go_duration(self.options.timeout)}"
         except _Cancelled:
+            if isinstance(stop, StopSwitch) and stop.is_set():
+                failed = eviction_events.PodFailed(pod=ref, reason=stop.why, terminating=terminating)
+                if not stop.handed_over:  # handed over: another drain of the node takes the pod up, no failure
+                    self.emit(failed)
+                return failed
             reason = "cancelled"
         except _Refused as refused:
             reason = self._explain_failure(pod, refused.refusal)

@@ -20,9 +20,10 @@ from plugin import run_plugin
 from kubectl_rollout.agent.client import cluster_calls, connect
 from kubectl_rollout.agent.paths import AgentPaths
 from kubectl_rollout.jobs.events import campaign as ev
+from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events import surge as surge_events
 from kubectl_rollout.jobs.events.base import Envelope
-from kubectl_rollout.jobs.events.eviction import EvictionBlocked
+from kubectl_rollout.jobs.events.eviction import EvictionBlocked, PodFailed
 from kubectl_rollout.jobs.events.job import JobFinished, JobStarted
 from kubectl_rollout.jobs.spec import CampaignJob, Connection, DrainOptions, JobKind, JobSpec, NodeOrder, OnBlocked
 from kubectl_rollout.kube.cluster_access import Cluster
@@ -113,6 +114,11 @@ def test_jobs_surge_drains_the_blocked_node_through_a_surge_and_bad_requests_cha
     assert [e.nodes for e in _of(seen, ev.SurgeRequested)] == [(target,)]
     assert _of(seen, surge_events.SurgeStarted)
     assert [e.node for e in _of(seen, ev.NodeDone)] == [first, target]
+    # The drain stopped for the surge is said as such, not as a failure of the node or of its pod.
+    stopped = _of(seen, drain_events.NodeDrainStopped)
+    assert [(e.node, e.pending) for e in stopped] == [(target, (f"{namespace}/{pod.metadata.name}",))]
+    assert _of(seen, drain_events.NodeDrainFailed) == []
+    assert _of(seen, PodFailed) == []
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
     assert _replicas(cluster, namespace) == 1  # restored
 
@@ -157,3 +163,42 @@ def test_a_surge_request_survives_an_agent_sigkill_and_the_resumed_campaign_surg
     assert sorted(done) == sorted([first, target])  # each node done once, across both runs
     assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
     assert _replicas(cluster, namespace) == 1
+
+
+def test_a_surge_asked_of_a_paused_campaign_raises_nothing_until_it_is_resumed(
+    agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
+    cluster: Cluster,
+    namespace: str,
+    dedicated_nodes: Any,
+    kubeconfig: Path,
+) -> None:
+    first, target, spare = dedicated_nodes(3)
+    pod = _singleton_on(cluster, namespace, target, [first, spare])
+    healthy = HealthyPods(cluster, namespace).start()
+    try:
+        with connect(name="test") as agent:
+            job = agent.submit(_campaign(kubeconfig, namespace, (first, target)))
+        _follow(job.id, until=lambda e: isinstance(e, EvictionBlocked) and e.pod.name == pod.metadata.name and e.pdb)
+        with connect(name="test") as agent:
+            agent.pause(job.id)
+        asked = run_plugin("jobs", "surge", job.id, target)
+        assert asked.returncode == 0, asked.stderr
+        # The node's drain is stopped for the surge, and the surge waits: nothing raised while paused.
+        waiting = _follow(job.id, until=surge_events.SurgeWaitsForResume)
+        assert [e.nodes for e in _of(waiting, surge_events.SurgeWaitsForResume)] == [(target,)]
+        assert _replicas(cluster, namespace) == 1
+        assert [p.metadata.name for p in pods_on(cluster, target)] == [pod.metadata.name]
+        with connect(name="test") as agent:
+            agent.resume(job.id)
+        seen = _follow(job.id)
+        healthy.settle({"web": 1})
+    finally:
+        minimum = healthy.stop()
+    assert minimum == {"web": 1}
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+    order = [type(e.event).__name__ for e in seen]
+    assert order.index("SurgeWaitsForResume") < order.index("JobResumed") < order.index("SurgeStarted"), order
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    assert _replicas(cluster, namespace) == 1  # restored

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from campaign_stream import campaign_events, envelopes
 
-from kubectl_rollout.campaign.asked_surges import AskedSurges, Move, Phase, move_for
+from kubectl_rollout.campaign.asked_surges import STOPPED_FOR_SURGE, AskedSurges, Move, Phase, move_for
 from kubectl_rollout.jobs.events import campaign as ev
 from kubectl_rollout.jobs.events import drain as drain_events
 from kubectl_rollout.jobs.events.base import Event
@@ -137,6 +137,7 @@ def test_a_request_stops_the_drain_of_its_node_only_and_that_node_surges_next() 
     assert b is not None
     assert asked.ask(["a", "later"]) == {"a": Move.STOP_AND_SURGE, "later": Move.AT_START}
     assert a.is_set()
+    assert (a.why, a.handed_over) == (STOPPED_FOR_SURGE, True)  # no failure: the pods go to the surge's drain
     assert not b.is_set()  # the wave's other node drains on
     assert asked.end_drain("a") is True  # drained again, through a surge
     assert asked.end_drain("b") is False
@@ -152,6 +153,7 @@ def test_a_cancel_or_a_windows_end_stops_every_drain_and_no_surge_follows() -> N
     assert b is not None
     asked.ask(["b"])
     asked.stop_all()
+    assert (b.why, b.handed_over) == ("cancelled", False)  # the cancel beats the hand-over
     assert asked.end_drain("b") is False  # stopped for all: it is not surged now, but asked still
     c = asked.start_drain("c")
     assert c is not None

@@ -107,3 +107,21 @@ def test_the_view_follows_surges() -> None:
     view = fold(view, Envelope(job="j", seq=3, at=0.0, event=surge_events.SurgeRestored(workload=WEB, replicas=1)))
     assert dict(view.surging) == {}
     assert [r.replicas for r in view.restored] == [1]
+
+
+def test_a_surge_held_by_a_pause_says_so_and_names_its_nodes() -> None:
+    out, err = render(surge_events.SurgeWaitsForResume(nodes=("node-a", "node-b")))
+    assert out == ""
+    assert err == "the job is paused: the surge for node/node-a, node/node-b raises nothing until it is resumed\n"
+
+
+def test_a_drain_stopped_for_a_surge_is_no_error() -> None:
+    out, err = render(
+        drain_events.NodeDrainStopped(
+            node="node-a", why="stopped to drain the node again through a surge (jobs surge)", pending=("shop/db-0",)
+        )
+    )
+    assert (
+        out == "node/node-a: drain stopped to drain the node again through a surge (jobs surge), 1 pod(s) left to it\n"
+    )
+    assert err == ""

@@ -146,6 +146,19 @@ class NodeDrained(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeDrainStopped(Event):
+    """The node's drain was stopped to be taken up again (a campaign drains it through a surge): the pods left
+    go to that drain; nothing failed."""
+
+    TYPE = "NodeDrainStopped"
+
+    node: str
+    why: str
+    #: pods still on the node that the drain meant to remove, "namespace/name"
+    pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeDrainFailed(Event):
     TYPE = "NodeDrainFailed"
 

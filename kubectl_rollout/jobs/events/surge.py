@@ -46,6 +46,15 @@ class SurgeSkipped(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SurgeWaitsForResume(Event):
+    """The job is paused: the surge around draining these nodes raises nothing until it is resumed."""
+
+    TYPE = "SurgeWaitsForResume"
+
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SurgeStarted(Event):
     """The count is recorded on the workload and raised; the extra pods are on their way."""
 
