@@ -20,7 +20,7 @@ each wave (how long its slowest PDB was closed) and the campaign's reaction to e
 --large: 300 nodes / 6000 pods (30 Deployments x 200, maxUnavailable 20 %), one campaign in-process and one
 in the agent: wall time and peak RSS of each.
 
-    .venv/bin/python hack/bench_campaign.py [--rounds 3] [--large-only | --skip-large]
+    .venv/bin/python hack/bench_campaign.py [--rounds 3] [--large-only | --skip-large] [--large-where agent]
 
 It starts its own cluster in .cluster/bench-campaign (with an audit log) and stops it.
 """
@@ -263,12 +263,12 @@ def run_pool(
         print(f"{tool} / campaign {median(tool, 'seconds') / campaign:7.2f}")
 
 
-def run_large(cluster: Cluster, kubeconfig: Path, nodes: list[str]) -> None:
+def run_large(cluster: Cluster, kubeconfig: Path, nodes: list[str], where_to_run: tuple[str, ...]) -> None:
     print(f"\n== {len(nodes)} nodes, 30 Deployments x 200 pods (maxUnavailable 20 %), budget 20 % per zone ==")
     # an agent of the benchmark's own, started by the campaign: its peak is this campaign's alone
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "ROLLOUT_PLUS_AGENT_DIR": tempfile.mkdtemp(prefix="rpb-")}
     apps = workloads(200, {"app": (30, {"maxUnavailable": "20%"})})
-    for where in ("--in-process", "--agent"):
+    for where in where_to_run:
         namespace = f"bench-large{where}"
         prepare(cluster, namespace, apps, 200)
         command = [str(PLUGIN), "campaign", "-l", POOL_LABEL, "--budget", "20%", "--per-zone", "--ignore-daemonsets"]
@@ -324,6 +324,12 @@ def main() -> int:
     parser.add_argument(
         "--only", action="append", choices=list(AGENTS), help="run only this tool on the pool (repeatable)"
     )
+    parser.add_argument(
+        "--large-where",
+        choices=("both", "in-process", "agent"),
+        default="both",
+        help="where the large campaign runs (both: in-process, then in the agent)",
+    )
     args = parser.parse_args()
     runs = [] if args.large_only else [30]
     runs += [] if args.skip_large else [300]
@@ -335,7 +341,8 @@ def main() -> int:
                     cluster, kubeconfig, nodes, BENCH_DIR / "logs" / "audit.log", args.rounds, args.only or list(AGENTS)
                 )
             else:
-                run_large(cluster, kubeconfig, nodes)
+                where = ("in-process", "agent") if args.large_where == "both" else (args.large_where,)
+                run_large(cluster, kubeconfig, nodes, tuple(f"--{w}" for w in where))
         finally:
             cluster.close()
             if not args.keep:
