@@ -135,7 +135,8 @@ class GateStopped(Event):
     step: int
     steps: int
     text: str
-    #: why: "aborted" or "promoted"
+    #: why: "aborted", "promoted" (past its step), "retried" (aborted and retried meanwhile), "replaced" (a new
+    #: template, or the steps removed)
     why: str
     #: what was stopped: "its command killed", "Job web-5d8f7c9b4-gate2-9f29 deleted"
     what: str = ""

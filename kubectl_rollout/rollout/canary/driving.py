@@ -218,8 +218,8 @@ class CanaryWalker:
     # --- a gate whose verdict is no longer wanted ---------------------------------------------
 
     def _cancel_unwanted_gate(self, record: Record, state: CanaryState | None) -> None:
-        """The gate this driver runs, when the canary was aborted, promoted past its step or replaced (a new
-        template, the steps removed) while it ran: its command is killed, its Job deleted."""
+        """The gate this driver runs, when the canary was aborted, promoted past its step, retried or replaced (a
+        new template, the steps removed) while it ran: its command is killed, its Job deleted."""
         if self._gate is None or self._gate_for is None:
             return
         if state is not None and self._gate_for == (state.canary_hash, state.step) and state.aborted is None:
@@ -232,7 +232,7 @@ class CanaryWalker:
             why = "aborted"
             self._orphan_ended = (state.canary_hash, state.step, state.step_started_at)  # deleted here, once
         elif state is not None and state.canary_hash == gate_hash:
-            why = "promoted"
+            why = "promoted" if state.step > index else "retried"  # an abort and a retry between two passes
         else:
             why = "replaced"
         self._stopped(record, step=index, steps=steps, text=text, why=why, what=gate.cancel())
