@@ -64,6 +64,27 @@ def _replicas(cluster: Cluster, namespace: str) -> int:
     return int(cluster.apps.read_namespaced_deployment("web", namespace).spec.replicas)
 
 
+def _held_by_web(kubeconfig: Path, namespace: str, first: str, target: str, pod: Any) -> tuple[Any, list[Envelope]]:
+    """The campaign of ``first`` then ``target`` submitted to the agent, and its events until web's PDB holds
+    ``pod`` on ``target`` (the first node, with no pod, is done by then)."""
+    with connect(name="test") as agent:
+        job = agent.submit(_campaign(kubeconfig, namespace, (first, target)))
+    seen = _follow(job.id, until=lambda e: isinstance(e, EvictionBlocked) and e.pod.name == pod.metadata.name and e.pdb)
+    return job, seen
+
+
+def _ended_well(seen: list[Envelope]) -> None:
+    finished = seen[-1].event
+    assert isinstance(finished, JobFinished)
+    assert finished.exit_code == 0, finished
+
+
+def _drained_and_restored(cluster: Cluster, namespace: str, target: str) -> None:
+    """No pod of the test left on ``target``, and web's count back at 1."""
+    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
+    assert _replicas(cluster, namespace) == 1
+
+
 def test_jobs_surge_drains_the_blocked_node_through_a_surge_and_bad_requests_change_nothing(
     agent_dir: AgentPaths,  # noqa: F811  (the fixture imported above)
     cluster: Cluster,
@@ -75,12 +96,8 @@ def test_jobs_surge_drains_the_blocked_node_through_a_surge_and_bad_requests_cha
     pod = _singleton_on(cluster, namespace, target, [first, spare])
     healthy = HealthyPods(cluster, namespace).start()
     try:
-        with connect(name="test") as agent:
-            job = agent.submit(_campaign(kubeconfig, namespace, (first, target)))
         # The first node (no pod) is done; the second waits for web's PDB, as long as it takes.
-        before = _follow(
-            job.id, until=lambda e: isinstance(e, EvictionBlocked) and e.pod.name == pod.metadata.name and e.pdb
-        )
+        job, before = _held_by_web(kubeconfig, namespace, first, target, pod)
         assert [e.node for e in _of(before, ev.NodeDone)] == [first]
         for args, words in (
             (("no-such-job",), "no job 'no-such-job'"),
@@ -108,9 +125,7 @@ def test_jobs_surge_drains_the_blocked_node_through_a_surge_and_bad_requests_cha
     finally:
         minimum = healthy.stop()
     assert minimum == {"web": 1}  # never below the PDB's minimum
-    finished = seen[-1].event
-    assert isinstance(finished, JobFinished)
-    assert finished.exit_code == 0, finished
+    _ended_well(seen)
     assert [e.nodes for e in _of(seen, ev.SurgeRequested)] == [(target,)]
     assert _of(seen, surge_events.SurgeStarted)
     assert [e.node for e in _of(seen, ev.NodeDone)] == [first, target]
@@ -119,8 +134,7 @@ def test_jobs_surge_drains_the_blocked_node_through_a_surge_and_bad_requests_cha
     assert [(e.node, e.pending) for e in stopped] == [(target, (f"{namespace}/{pod.metadata.name}",))]
     assert _of(seen, drain_events.NodeDrainFailed) == []
     assert _of(seen, PodFailed) == []
-    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
-    assert _replicas(cluster, namespace) == 1  # restored
+    _drained_and_restored(cluster, namespace, target)
 
 
 def test_a_surge_request_survives_an_agent_sigkill_and_the_resumed_campaign_surges_the_node(
@@ -161,8 +175,7 @@ def test_a_surge_request_survives_an_agent_sigkill_and_the_resumed_campaign_surg
     assert _of(after, surge_events.SurgeStarted)
     done = [e.node for e in _of(before + after, ev.NodeDone)]
     assert sorted(done) == sorted([first, target])  # each node done once, across both runs
-    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
-    assert _replicas(cluster, namespace) == 1
+    _drained_and_restored(cluster, namespace, target)
 
 
 def test_a_surge_asked_of_a_paused_campaign_raises_nothing_until_it_is_resumed(
@@ -176,9 +189,7 @@ def test_a_surge_asked_of_a_paused_campaign_raises_nothing_until_it_is_resumed(
     pod = _singleton_on(cluster, namespace, target, [first, spare])
     healthy = HealthyPods(cluster, namespace).start()
     try:
-        with connect(name="test") as agent:
-            job = agent.submit(_campaign(kubeconfig, namespace, (first, target)))
-        _follow(job.id, until=lambda e: isinstance(e, EvictionBlocked) and e.pod.name == pod.metadata.name and e.pdb)
+        job, _ = _held_by_web(kubeconfig, namespace, first, target, pod)
         with connect(name="test") as agent:
             agent.pause(job.id)
         asked = run_plugin("jobs", "surge", job.id, target)
@@ -195,10 +206,7 @@ def test_a_surge_asked_of_a_paused_campaign_raises_nothing_until_it_is_resumed(
     finally:
         minimum = healthy.stop()
     assert minimum == {"web": 1}
-    finished = seen[-1].event
-    assert isinstance(finished, JobFinished)
-    assert finished.exit_code == 0, finished
+    _ended_well(seen)
     order = [type(e.event).__name__ for e in seen]
     assert order.index("SurgeWaitsForResume") < order.index("JobResumed") < order.index("SurgeStarted"), order
-    assert [p for p in pods_on(cluster, target) if p.metadata.namespace == namespace] == []
-    assert _replicas(cluster, namespace) == 1  # restored
+    _drained_and_restored(cluster, namespace, target)

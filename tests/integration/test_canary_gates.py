@@ -362,6 +362,18 @@ def gate_jobs(cluster: Cluster, namespace: str) -> list[Any]:
 JOB_STEPS = "setWeight 20\ngate job: smoke\nsetWeight 100"
 
 
+def gate_job_in_agent(
+    agent_dir: AgentPaths, kubeconfig: Path, namespace: str, creations: JobCreations
+) -> tuple[int, Any, str]:
+    """``set image`` submitted to the agent, once its gate's Job is created: the agent's pid, the agent's job,
+    and the gate Job's name."""
+    with connect(agent_dir, name="test") as agent:
+        pid = int(agent.agent["pid"])
+        job = agent.submit(set_image_job(kubeconfig, namespace))
+    assert creations.wait(lambda: len(creations.created) == 1, timeout=90), "the gate's Job was never created"
+    return pid, job, creations.created[0][0]
+
+
 def test_a_job_gate_that_succeeds_goes_on(cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path) -> None:
     job_template(cluster, namespace, behaviour="succeed")
     creations = JobCreations(cluster, namespace).start()
@@ -411,10 +423,7 @@ def test_the_agent_killed_while_the_job_runs_follows_the_same_job(
     creations = JobCreations(cluster, namespace).start()
     fenceposts = RolloutInvariants(cluster, namespace).start()
     try:
-        with connect(agent_dir, name="test") as agent:
-            pid = agent.agent["pid"]
-            job = agent.submit(set_image_job(kubeconfig, namespace))
-        assert creations.wait(lambda: len(creations.created) == 1, timeout=90), "the gate's Job was never created"
+        pid, job, _ = gate_job_in_agent(agent_dir, kubeconfig, namespace, creations)
         killed_at = time.time()
         restart_agent(agent_dir, pid)  # the new agent resumes the job, and finds the Job already there
         seen = _follow(agent_dir, job.id)
@@ -556,11 +565,7 @@ def test_an_abort_recorded_while_the_agent_was_dead_deletes_the_job_it_left_runn
     created(cluster, namespace, kubeconfig, tmp_path, workload(JOB_STEPS))
     creations = JobCreations(cluster, namespace).start()
     try:
-        with connect(agent_dir, name="test") as agent:
-            pid = agent.agent["pid"]
-            job = agent.submit(set_image_job(kubeconfig, namespace))
-        assert creations.wait(lambda: len(creations.created) == 1, timeout=90), "the gate's Job was never created"
-        (job_name, _uid) = creations.created[0]
+        pid, job, job_name = gate_job_in_agent(agent_dir, kubeconfig, namespace, creations)
         os.kill(pid, signal.SIGKILL)
         assert _wait_gone(pid, 10)
         # The dead agent's Lease is left to lapse (the agent resumes its jobs itself): the abort is recorded only.
