@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.kube.api_retry import call_with_retry
 from kubectl_rollout.kube.cluster_access import Cluster
+from kubectl_rollout.kube.label_selectors import selector_to_string
 from kubectl_rollout.kube.record_names import SURGE_ADDED, SURGE_LABELS, SURGE_ORIGINAL, SURGED_BY
 
 
@@ -118,8 +119,8 @@ def record_of(obj: Any, kind: RecordedKind = DEPLOYMENT) -> SurgeRecord | None:
     )
 
 
-#: a label selector's operators as a selector string writes them
-_OPERATORS = {"In": "in", "NotIn": "notin"}
+#: the operators of a label selector's expressions (a selector with any other is not written, see below)
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def selector_text(selector: Any) -> str:
@@ -127,18 +128,13 @@ def selector_text(selector: Any) -> str:
     not know (nothing is listed by a selector that would pick more than the object's pods)."""
     if selector is None:
         return ""
-    parts = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
-    for expression in selector.match_expressions or []:
-        if expression.operator in _OPERATORS:
-            values = ",".join(sorted(expression.values or []))
-            parts.append(f"{expression.key} {_OPERATORS[expression.operator]} ({values})")
-        elif expression.operator == "Exists":
-            parts.append(expression.key)
-        elif expression.operator == "DoesNotExist":
-            parts.append(f"!{expression.key}")
-        else:
-            return ""
-    return ",".join(parts)
+    expressions = [
+        {"key": e.key, "operator": e.operator, "values": sorted(e.values or [])}
+        for e in selector.match_expressions or []
+    ]
+    if any(e["operator"] not in _OPERATORS for e in expressions):
+        return ""
+    return selector_to_string({"matchLabels": selector.match_labels or {}, "matchExpressions": expressions})
 
 
 class CountChanged(Exception):
