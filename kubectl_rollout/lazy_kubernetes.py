@@ -44,17 +44,23 @@ def exports(source: str, package: str) -> tuple[dict[str, tuple[str, str | None]
     """What a package's ``__init__`` re-exports and the rest of it.
 
     Each name bound by a module-level ``from kubernetes... import Name`` (or ``from . import sub``) maps to
-    (module, attribute), attribute None for a submodule; the other statements come back as a module AST.
+    (module, attribute), attribute None for a submodule; so does each submodule of the package that those
+    imports load, which the import binds on the package as a side effect (``kubernetes.client.models``, once
+    ``from kubernetes.client.models.v1_pod import V1Pod`` ran). The other statements come back as a module AST.
     """
     import ast  # only when a package loads: `version --client` pays nothing for it
 
     tree = ast.parse(source)
     where: dict[str, tuple[str, str | None]] = {}
+    submodules: dict[str, tuple[str, str | None]] = {}
     rest: list[ast.stmt] = []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue  # a statement of the file's own; meaningless once it imports nothing
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("kubernetes."):
+            if str(node.module).startswith(f"{package}."):
+                child = str(node.module)[len(package) + 1 :].split(".")[0]
+                submodules[child] = (f"{package}.{child}", None)
             for alias in node.names:
                 if alias.name != "*":
                     where[alias.asname or alias.name] = (str(node.module), alias.name)
@@ -66,7 +72,7 @@ def exports(source: str, package: str) -> tuple[dict[str, tuple[str, str | None]
         else:
             rest.append(node)
     tree.body = rest
-    return where, tree
+    return submodules | where, tree  # a name the file binds itself wins over a submodule's, as it does eagerly
 
 
 def lazy_attributes(module: ModuleType, where: dict[str, tuple[str, str | None]]) -> None:

@@ -93,6 +93,17 @@ def test_the_api_client_finds_nested_models_by_name() -> None:
     assert pod == ["V1Pod", "V1Container", "V1ContainerPort", "nginx:1.27", "Ready"]
 
 
+def test_the_submodules_an_eager_import_binds_are_attributes_before_anything_loads_them() -> None:
+    reached = _run("""
+        import json
+        import kubectl_rollout
+        import kubernetes
+        print(json.dumps([kubernetes.client.models.V1Pod.__name__, kubernetes.client.models.v1_pod.__name__,
+                          kubernetes.client.api_client.ApiClient.__name__, kubernetes.client.api.CoreV1Api.__name__]))
+    """)
+    assert reached == ["V1Pod", "kubernetes.client.models.v1_pod", "ApiClient", "CoreV1Api"]
+
+
 def test_a_name_no_package_offers_is_an_attribute_error_that_names_it() -> None:
     said = _run("""
         import json
@@ -112,14 +123,38 @@ def test_a_name_no_package_offers_is_an_attribute_error_that_names_it() -> None:
         pytest.param(
             "from kubernetes.client.models.v1_pod import V1Pod\n",
             "kubernetes.client",
-            {"V1Pod": ("kubernetes.client.models.v1_pod", "V1Pod")},
+            {"V1Pod": ("kubernetes.client.models.v1_pod", "V1Pod"), "models": ("kubernetes.client.models", None)},
             [],
-            id="a re-export",
+            id="a re-export, and the submodule its import binds",
+        ),
+        pytest.param(
+            "from kubernetes.client.models.v1_pod import V1Pod\n",
+            "kubernetes.client.models",
+            {
+                "V1Pod": ("kubernetes.client.models.v1_pod", "V1Pod"),
+                "v1_pod": ("kubernetes.client.models.v1_pod", None),
+            },
+            [],
+            id="a model and its module",
+        ),
+        pytest.param(
+            "from kubernetes.client.api_client import ApiClient\nfrom kubernetes.client.api.api_client import x\n",
+            "kubernetes.client.api",
+            {
+                "ApiClient": ("kubernetes.client.api_client", "ApiClient"),
+                "x": ("kubernetes.client.api.api_client", "x"),
+                "api_client": ("kubernetes.client.api.api_client", None),
+            },
+            [],
+            id="a module of another package binds nothing here",
         ),
         pytest.param(
             "from kubernetes.client.api_client import ApiClient as Client\n",
             "kubernetes.client",
-            {"Client": ("kubernetes.client.api_client", "ApiClient")},
+            {
+                "Client": ("kubernetes.client.api_client", "ApiClient"),
+                "api_client": ("kubernetes.client.api_client", None),
+            },
             [],
             id="under another name",
         ),
@@ -140,7 +175,7 @@ def test_a_name_no_package_offers_is_an_attribute_error_that_names_it() -> None:
         pytest.param(
             "from kubernetes.client.models import *\nimport os\nfrom os import path\n",
             "kubernetes.client",
-            {},
+            {"models": ("kubernetes.client.models", None)},
             ["ImportFrom", "Import", "ImportFrom"],
             id="what cannot be named in advance runs as written",
         ),
