@@ -29,6 +29,7 @@ from cluster_setup import until_scheduler_skips
 from integration.test_drain_surge import ReplicaHistory, one_replica_min_available_one
 from invariants import HealthyPods
 from kubernetes import client as k8s
+from lease_history import LeaseHistory
 from plugin import RunningPlugin, events, run_plugin
 
 from kubectl_rollout.agent.client import agent_running, connect
@@ -166,34 +167,6 @@ def _follow(job_id: str, *, from_seq: int = 1, until: Any = None) -> list[Envelo
             if not isinstance(until, type) and until(envelope.event):
                 break
     return seen
-
-
-class LeaseWrites(watching.Follower):
-    """Every version of the Leases of a namespace, in the order the API server committed them."""
-
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        super().__init__()
-        self.cluster = cluster
-        self.namespace = namespace
-        self.versions: list[k8s.V1Lease] = []
-
-    def _listing(self) -> tuple[Any, dict[str, Any]]:
-        return self.cluster.coordination.list_namespaced_lease, {"namespace": self.namespace}
-
-    def _seed(self, items: list[Any]) -> None:
-        self.versions.extend(items)
-
-    def _apply(self, kind: str, obj: Any) -> None:
-        if kind != "DELETED":
-            self.versions.append(obj)
-
-    def start(self) -> LeaseWrites:
-        self._follow()
-        return self
-
-    def stop(self) -> list[k8s.V1Lease]:
-        self._end(catch_up=False)
-        return self.versions
 
 
 # --- one agent per user ---------------------------------------------------------------------------
@@ -748,7 +721,7 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
         restart=RestartJob(workload="deployment/web", timeout=180),
     )
     healthy = HealthyPods(cluster, namespace).start()
-    leases = LeaseWrites(cluster, namespace).start()
+    leases = LeaseHistory(cluster, namespace, "rollout-plus.restart.deployment.web").start()
     try:
         with connect(name="test") as agent:
             pid = agent.agent["pid"]
@@ -757,14 +730,14 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
         before = _follow(job.id, until=PodReplaced)
         os.kill(pid, signal.SIGKILL)
         assert _wait_gone(pid, 10)
-        killed_lease = cluster.coordination.read_namespaced_lease("rollout-plus.restart.deployment.web", namespace)
+        killed = cluster.coordination.read_namespaced_lease(leases.name, namespace).spec
         with connect(name="test") as agent:
             restarted_at = agent.agent["started_at"]
         after = _follow(job.id, from_seq=before[-1].seq + 1)
         healthy.settle({"web": 4})
     finally:
         minimum = healthy.stop()
-        written = leases.stop()
+        leases.stop()
     finished = after[-1].event
     assert isinstance(finished, JobFinished)
     assert finished.exit_code == 0, finished
@@ -784,19 +757,18 @@ def test_a_restart_by_eviction_resumes_after_sigkill_at_once_replacing_no_pod_tw
     assert planned.event.resumed
     # On the cluster: the restarted agent took the Lease over while the killed agent's last renewal still held it
     # (a driver that did not know it as its own would have waited until renewTime + leaseDurationSeconds).
-    lease_versions = [v for v in written if v.metadata.name == killed_lease.metadata.name]
-    seen = [v.metadata.resource_version for v in lease_versions]
-    taken = lease_versions[seen.index(killed_lease.metadata.resource_version) + 1 :]
+    last_of_the_killed = (killed.holder_identity, killed.acquire_time, killed.renew_time, killed.lease_duration_seconds)
+    taken = leases.versions[leases.versions.index(last_of_the_killed) + 1 :]
     assert taken, "the resumed job never wrote its Lease"
-    taken_at = taken[0].spec.renew_time.timestamp()
-    held_until = killed_lease.spec.renew_time.timestamp() + killed_lease.spec.lease_duration_seconds
-    assert taken_at < held_until, (taken[0].spec, killed_lease.spec)
+    taken_at = taken[0][2].timestamp()
+    held_until = killed.renew_time.timestamp() + killed.lease_duration_seconds
+    assert taken_at < held_until, (taken[0], killed)
     # From the agent's start to the Lease in its hands, the resumed job took about what the first run took from its
     # agent's start to its new Lease (the baseline, measured here under the same load: the job's start, the
     # connection, the Lease's write), not the Lease's 15 s on top. The agent's own start (spawn, imports) is left
     # out, the same for both runs but seconds apart from one start to the next on a loaded machine; so is the plan,
     # which a resumed restart makes only once the pod it evicted before the kill has a Ready replacement.
-    first_taken_at = lease_versions[0].spec.acquire_time.timestamp()
+    first_taken_at = leases.versions[0][1].timestamp()
     first_take = first_taken_at - first_started_at
     resumed_take = taken_at - restarted_at
     print(

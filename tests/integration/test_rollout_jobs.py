@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +15,8 @@ import pytest
 import watching
 import yaml
 from invariants import RolloutInvariants
+from lease_history import LeaseHistory
 from plugin import RunningPlugin, events, run_plugin
-from watching import Follower
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
@@ -222,45 +222,6 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
         assert read(cluster, namespace, "web").spec.paused is True
     finally:
         cluster.close()
-
-
-class LeaseHistory(Follower):
-    """Every version of the workload's driver Lease, as the watch delivered them: (holder, acquireTime,
-    renewTime, leaseDurationSeconds), the times as the holders wrote them."""
-
-    def __init__(self, cluster: Cluster, namespace: str, name: str) -> None:
-        super().__init__()
-        self.cluster, self.namespace, self.name = cluster, namespace, name
-        self.versions: list[tuple[str, datetime, datetime, int]] = []
-
-    def _listing(self) -> tuple[Any, dict[str, Any]]:
-        return self.cluster.coordination.list_namespaced_lease, {
-            "namespace": self.namespace,
-            "field_selector": f"metadata.name={self.name}",
-        }
-
-    def _seed(self, items: list[Any]) -> None:
-        for lease in items:
-            self._apply("ADDED", lease)
-
-    def _apply(self, kind: str, lease: Any) -> None:
-        spec = lease.spec
-        if kind != "DELETED" and spec.holder_identity:
-            self.versions.append(
-                (spec.holder_identity, spec.acquire_time, spec.renew_time, spec.lease_duration_seconds)
-            )
-
-    def start(self) -> LeaseHistory:
-        self._follow()
-        return self
-
-    def stop(self) -> LeaseHistory:
-        self._end()
-        return self
-
-    def holders(self) -> list[str]:
-        with self._progress:
-            return list(dict.fromkeys(version[0] for version in self.versions))
 
 
 @pytest.mark.timeout(240)
