@@ -3,7 +3,7 @@
 ``kubernetes/__init__.py`` imports every subpackage (config, dynamic,
 stream, utils, leaderelection, informer), and the generated
 ``kubernetes.client``, ``kubernetes.client.api`` and
-``kubernetes.client.models`` import each of their ~60 API classes and ~700
+``kubernetes.client.models`` import each of their ~65 API classes and ~770
 models up front. A command that reads a few nodes, or the agent draining a
 pool, uses a dozen models; the rest cost 33 MiB of resident memory in every
 process that imports the client (the CLI, the agent, its warm command server)
@@ -28,8 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import sys
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +76,6 @@ def exports(source: str, package: str) -> tuple[dict[str, tuple[str, str | None]
 
 def lazy_attributes(module: ModuleType, where: dict[str, tuple[str, str | None]]) -> None:
     """Give ``module`` a ``__getattr__`` that imports each name of ``where`` on first use, and a ``__dir__``."""
-    lock = threading.Lock()
 
     def __getattr__(name: str) -> Any:
         try:
@@ -86,8 +84,7 @@ def lazy_attributes(module: ModuleType, where: dict[str, tuple[str, str | None]]
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}") from None
         imported = importlib.import_module(module_name)  # the import system's own locks order concurrent imports
         value = imported if attribute is None else getattr(imported, attribute)
-        with lock:
-            setattr(module, name, value)  # the next lookup finds it without coming here
+        setattr(module, name, value)  # the next lookup finds it without coming here
         return value
 
     def __dir__() -> Iterable[str]:
@@ -105,14 +102,8 @@ class _LazyPackageLoader:
         self.original = original
 
     def __getattr__(self, name: str) -> Any:
-        """The original loader's other methods (``get_source`` for a traceback, ``is_package``, ...)."""
+        """The original loader's other methods (``create_module``, ``get_source`` for a traceback, ...)."""
         return getattr(self.original, name)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        create: Callable[[importlib.machinery.ModuleSpec], ModuleType | None] | None = getattr(
-            self.original, "create_module", None
-        )
-        return create(spec) if create is not None else None
 
     def exec_module(self, module: ModuleType) -> None:
         get_source = getattr(self.original, "get_source", None)
