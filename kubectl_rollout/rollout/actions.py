@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
+from kubectl_rollout.jobs.events.base import Emit
 from kubectl_rollout.jobs.kinds.rollout import command_words
 from kubectl_rollout.jobs.next_steps import command
 from kubectl_rollout.jobs.spec import ActionKind, DriveOptions, JobResult, JobSpec, RolloutAction
@@ -31,7 +32,7 @@ from kubectl_rollout.rollout.bluegreen import commands as bluegreen_commands
 from kubectl_rollout.rollout.bluegreen.services import check_manifest
 from kubectl_rollout.rollout.canary import commands as canary_commands
 from kubectl_rollout.rollout.canary.job_template import check_job_templates
-from kubectl_rollout.rollout.driver import RolloutResult
+from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.permissions import rollout_permissions
 from kubectl_rollout.rollout.record import read
@@ -103,14 +104,45 @@ def _run(
             namespace,
             follow_or_drive(cluster, namespace, name, action.drive, context),
         )
-    # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
-    # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
-    refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
     if kind in (ActionKind.PROMOTE, ActionKind.ABORT, ActionKind.RETRY):
+        refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
         return _canary_command(cluster, action, namespace, context)
     if kind is ActionKind.APPLY:
         if action.manifest is None:
             raise UserFacingError("apply needs a manifest")
+        namespace = parse_workload(action.manifest, default_namespace=cluster.namespace).namespace
+    driver: RolloutDriver | None = None
+    if kind is not ActionKind.PAUSE and action.drive.wait:
+        # The driver lists and watches while the change is checked and written (see RolloutDriver.prefetch).
+        driver = RolloutDriver(cluster, namespace, action.workload, context, action.drive)
+        driver.prefetch()
+    try:
+        recorded = _change(cluster, action, namespace, emit)
+    except BaseException:
+        if driver is not None:
+            driver.stop()
+        raise
+    record = recorded.record
+    if driver is None:
+        return ev.RolloutFinished(
+            workload=record.name,
+            namespace=record.namespace,
+            succeeded=True,
+            outcome=ev.RolloutOutcome.RECORDED,
+            message=f"generation {record.generation} recorded; not driven",
+            paused=record.spec.paused,
+        )
+    return _finished(record.name, record.namespace, driver.run(after_generation=record.generation))
+
+
+def _change(cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit) -> operations.SpecChangeResult:
+    """Check and record the spec change ``action`` asks for."""
+    kind, name = action.kind, action.name
+    # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
+    # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
+    refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
+    if kind is ActionKind.APPLY:
+        assert action.manifest is not None
         # A Job gate's template is checked before anything is written: the manifest's own checks are pure.
         spec = parse_workload(action.manifest, default_namespace=cluster.namespace)
         check_job_templates(cluster, namespace=spec.namespace, workload=spec.name, annotations=spec.annotations)
@@ -126,18 +158,7 @@ def _run(
         recorded = operations.undo(cluster, namespace, name, action.to_revision, emit)
     else:
         recorded = operations.set_paused(cluster, namespace, name, emit, paused=kind is ActionKind.PAUSE)
-    record = recorded.record
-    if kind is ActionKind.PAUSE or not action.drive.wait:
-        return ev.RolloutFinished(
-            workload=record.name,
-            namespace=record.namespace,
-            succeeded=True,
-            outcome=ev.RolloutOutcome.RECORDED,
-            message=f"generation {record.generation} recorded; not driven",
-            paused=record.spec.paused,
-        )
-    result = drive(cluster, record.namespace, record.name, action.drive, context, selector=record.spec.selector)
-    return _finished(record.name, record.namespace, result)
+    return recorded
 
 
 def _canary_command(cluster: Cluster, action: RolloutAction, namespace: str, context: JobContext) -> ev.RolloutFinished:

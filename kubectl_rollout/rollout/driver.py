@@ -105,12 +105,8 @@ class RolloutDriver:
         options: DriveOptions,
         *,
         following: str | None = None,
-        selector: Mapping[str, Any] | None = None,
     ) -> None:
         """``following``: the holder of the lease this driver's job followed until now (it emits TookOver).
-
-        ``selector``: the workload's selector when the caller just read or wrote its record (it never changes),
-        so that its pods are listed at the start beside the rest, not after the record's list.
 
         ``context.lease_holder``: the identity to hold the workload's Lease under (default: one of this
         process's own); an agent that resumes its jobs passes a stable one, so that it takes back a Lease it held
@@ -131,7 +127,6 @@ class RolloutDriver:
         self.auto_rollback = options.auto_rollback
         self.fail_after_restarts = options.fail_after_restarts
         self.following = following
-        self.selector = selector
         self.lease_holder = context.lease_holder
         self.paused = context.paused
         #: what the pause switch asked for when the driver last acted on it
@@ -167,6 +162,16 @@ class RolloutDriver:
         self._pause_ends_at: float | None = None
         #: each ReplicaSet's template identity, kept from pass to pass
         self._identities = replica_sets.TemplateIdentities()
+        #: the collections the driver watches, once started (``prefetch`` or ``run``); the pods' once the record
+        #: gives their selector
+        self._records: WatchedCollection | None = None
+        self._replica_sets: WatchedCollection | None = None
+        self._pdbs: WatchedCollection | None = None
+        self._pods: WatchedCollection | None = None
+        self._watches: list[WatchedCollection] = []
+        self._watches_lock = threading.Lock()
+        #: a spec change is being written for this driver to carry out: a record not there yet is coming
+        self._record_expected = False
 
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
@@ -181,16 +186,74 @@ class RolloutDriver:
             **kwargs,
         ).start(wait_synced=None)
 
-    def _watch_pods(self, selector: Mapping[str, Any]) -> WatchedCollection:
-        return self._watch(
-            self.cluster.core.list_namespaced_pod,
-            "pods",
-            # the few fields the driver reads (watched_pods.py), not the pods' models
-            transform=watched_pod,
-            label_selector=selector_to_string(selector),
-        )
+    def _start_pods(self, selector: Mapping[str, Any]) -> WatchedCollection:
+        """The pods' collection, started at most once (from the record watch's thread or the loop)."""
+        with self._watches_lock:
+            if self._pods is None:
+                self._pods = self._watch(
+                    self.cluster.core.list_namespaced_pod,
+                    "pods",
+                    # the few fields the driver reads (watched_pods.py), not the pods' models
+                    transform=watched_pod,
+                    label_selector=selector_to_string(selector),
+                )
+                self._watches.append(self._pods)
+            return self._pods
 
-    def run(self) -> RolloutResult:
+    def _record_changed(self) -> None:
+        """Wake the loop; and once the record is known, start listing its pods (they need its selector)."""
+        self._wake.set()
+        records = self._records
+        if self._pods is not None or records is None:
+            return
+        raw = records.get((self.namespace, record_name(self.name)))
+        if raw is not None:
+            self._start_pods(from_config_map(raw).spec.selector)
+
+    def _start_watches(self) -> None:
+        """List and watch the record, the ReplicaSets, the PDBs and (once a selector is known) the pods."""
+        with self._watches_lock:
+            if self._records is not None:
+                return
+            self._records = WatchedCollection(
+                self.cluster.core.list_namespaced_config_map,
+                description="the record",
+                on_change=self._record_changed,
+                namespace=self.namespace,
+                field_selector=f"metadata.name={record_name(self.name)}",
+            )
+            self._replica_sets = self._watch(
+                self.cluster.apps.list_namespaced_replica_set,
+                "ReplicaSets",
+                label_selector=f"{WORKLOAD_LABEL}={self.name}",
+            )
+            if self.respect_pdbs:
+                self._pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
+            self._watches += [c for c in (self._records, self._replica_sets, self._pdbs) if c is not None]
+        # Its first list (or its watch, for a record still to be written) starts the pods' (_record_changed).
+        self._records.start(wait_synced=None)
+
+    def prefetch(self) -> None:
+        """Start listing and watching now, while the caller writes the spec change this driver is to carry out.
+
+        The lists then overlap the change's own requests instead of following them, so the first pass acts on
+        the change as soon as the record's watch brings it; ``run(after_generation=...)`` acts on nothing older.
+        A caller that ends up not running the driver calls ``stop``.
+        """
+        self._record_expected = True
+        self._start_watches()
+
+    def stop(self) -> None:
+        """Stop every watch (``run`` does so itself when it ends)."""
+        with self._watches_lock:
+            watches = list(self._watches)
+        for collection in watches:
+            collection.stop()
+
+    def run(self, *, after_generation: int = 0) -> RolloutResult:
+        """Drive the rollout to its end. ``after_generation``: the generation of the spec change just written for
+        this driver; no pass acts on an older record (one a ``prefetch`` listed before the change)."""
+        self._awaited_generation = max(self._awaited_generation, after_generation)
         lease = WorkloadLease(
             self.cluster,
             self.namespace,
@@ -213,38 +276,19 @@ class RolloutDriver:
                     )
                 )
 
-        # A job that just recorded a spec change (it knows the selector) lists while it takes the Lease: its
-        # start is their sum otherwise. One that may well find the Lease held (status -w) takes it first, so that
-        # it does not list everything only to follow another driver. Nothing is acted on before the Lease is ours.
-        if self.selector is None:
+        # A job that lists while it writes a spec change (prefetch) takes the Lease once the change is written. One
+        # that may well find the Lease held (status -w) takes it first, so that it does not list everything only to
+        # follow another driver. Nothing is acted on before the Lease is ours.
+        listing_first = self._records is not None
+        if not listing_first:
             take_lease()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        watches: list[WatchedCollection] = []
         try:
-            watches += [
-                self._watch(
-                    self.cluster.core.list_namespaced_config_map,
-                    "the record",
-                    field_selector=f"metadata.name={record_name(self.name)}",
-                ),
-                self._watch(
-                    self.cluster.apps.list_namespaced_replica_set,
-                    "ReplicaSets",
-                    label_selector=f"{WORKLOAD_LABEL}={self.name}",
-                ),
-            ]
-            records, rs_watch = watches
-            pods: WatchedCollection | None = None
-            pdbs: WatchedCollection | None = None
-            if self.respect_pdbs:
-                pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
-                watches.append(pdbs)
-            if self.selector is not None:
-                # The selector of the record just written (immutable): the pods are listed beside the rest.
-                pods = self._watch_pods(self.selector)
-                watches.append(pods)
+            self._start_watches()
+            if listing_first:
                 take_lease()
-            # Else the pods' selector is the record's: the other lists run meanwhile.
+            records = self._records
+            assert records is not None
             records.wait_synced()
             synced = False
             while True:
@@ -268,26 +312,19 @@ class RolloutDriver:
                 self._wake.clear()
                 lease.renew()
                 raw = records.get((self.namespace, record_name(self.name)))
-                if raw is None:
+                if raw is not None:
+                    self._record_expected = False
+                    outcome = self._pass(raw, synced=synced)
+                    synced = True
+                    if outcome is not None:
+                        return outcome
+                elif not self._record_expected:
                     return RolloutResult(
                         succeeded=False,
                         message=f'managed workload "{self.name}" was deleted',
                         outcome=RolloutOutcome.DELETED,
                     )
-                record = self._as_written(raw)
-                if record.generation >= self._awaited_generation:
-                    self._workload_paused = bool(record.spec.paused)
-                self._follow_pause_switch(record)
-                if pods is None:
-                    pods = self._watch_pods(record.spec.selector)
-                    watches.append(pods)
-                if not synced:
-                    for collection in watches:
-                        collection.wait_synced()
-                    synced = True
-                outcome = self._sync(record, rs_watch.snapshot(), pods.snapshot(), pdbs)
-                if outcome is not None:
-                    return outcome
+                # else listed before the change that creates it (apply): the record comes with the watch
                 if deadline is not None and time.monotonic() > deadline:
                     return RolloutResult(
                         succeeded=False,
@@ -302,8 +339,23 @@ class RolloutDriver:
                 # find that dead connection in the pool first and open a new one (a TLS handshake at the end).
                 lease.release()
             finally:
-                for collection in watches:
-                    collection.stop()
+                self.stop()
+
+    def _pass(self, raw: Any, *, synced: bool) -> RolloutResult | None:
+        """One pass on the record as the watch has it; the first waits for every collection's first list."""
+        record = self._as_written(raw)
+        if record.generation >= self._awaited_generation:
+            self._workload_paused = bool(record.spec.paused)
+        self._follow_pause_switch(record)
+        pods = self._start_pods(record.spec.selector)
+        rs_watch = self._replica_sets
+        assert rs_watch is not None
+        if not synced:
+            with self._watches_lock:
+                watches = list(self._watches)
+            for collection in watches:
+                collection.wait_synced()
+        return self._sync(record, rs_watch.snapshot(), pods.snapshot(), self._pdbs)
 
     def _as_written(self, raw: Any) -> Record:
         """The record as the watch has it, or as our own status writes left it when the watch has not brought

@@ -16,8 +16,6 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from kubectl_rollout.jobs.context import JobContext
 from kubectl_rollout.jobs.events import rollout as ev
@@ -50,12 +48,9 @@ def drive(
     context: JobContext,
     *,
     following: str | None = None,
-    selector: Mapping[str, Any] | None = None,
 ) -> RolloutResult:
-    """Drive the rollout to its end; LeaseHeld when another driver holds the workload (see ``RolloutDriver``).
-
-    ``selector``: the workload's, from a record just written (its pods are listed at the start)."""
-    return RolloutDriver(cluster, namespace, name, context, options, following=following, selector=selector).run()
+    """Drive the rollout to its end; LeaseHeld when another driver holds the workload (see ``RolloutDriver``)."""
+    return RolloutDriver(cluster, namespace, name, context, options, following=following).run()
 
 
 class _Follower:
