@@ -11,6 +11,11 @@ stage is printed in seconds from the first command's start, ours beside the
 controller's, per run and as medians. The machine is shared: read the shape
 over several runs, not one figure.
 
+The ReplicaSet controller makes every pod of both ways, at kube-controller-
+manager's client limit (20 requests a second after a burst of 30): the rows
+"RS controller" show its requests in the run and the floor that pace sets
+for them, a bound on both ways' end that neither driver can move.
+
     .venv/bin/python hack/rollout_timeline.py [--runs 3] [--kubeconfig PATH --audit-log PATH] [--requests]
 
 Without --kubeconfig it starts a cluster of its own (8 kwok nodes, an audit log
@@ -46,6 +51,10 @@ from kubernetes.watch.watch import iter_resp_lines  # noqa: E402
 TIMELINE_DIR = ROOT / ".cluster" / "rollout-timeline"
 WAYS = ("kubectl", "warm")
 OURS = "kubectl-rollout-plus/"
+RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+#: kube-controller-manager's client rate limit (--kube-api-qps, --kube-api-burst; hack/cluster.py keeps the defaults)
+RS_CONTROLLER_QPS = 20
+RS_CONTROLLER_BURST = 30
 
 
 @dataclass
@@ -231,13 +240,27 @@ def stages(way: str, started: float, ended: float, seen: Seen, entries: list[dic
     if status_writes:
         put("last status write", max(done(e) for e in status_writes))
     rs_status = [
-        e
-        for e in writes
-        if e.get("user", {}).get("username") == "system:serviceaccount:kube-system:replicaset-controller"
-        and resource(e) == "replicasets/status"
+        e for e in writes if e.get("user", {}).get("username") == RS_CONTROLLER and resource(e) == "replicasets/status"
     ]
     if rs_status:
         put("last RS status write (RS controller)", max(done(e) for e in rs_status))
+    # The ReplicaSet controller makes every pod of both ways and is the cluster's pace: kube-controller-manager's
+    # client sends at most RS_CONTROLLER_BURST requests at once, then RS_CONTROLLER_QPS a second. Its requests of
+    # the run until the command's exit, from its first, cannot end sooner than this floor.
+    rs_controller = sorted(
+        audit_time(e["requestReceivedTimestamp"])
+        for e in entries
+        if e.get("user", {}).get("username") == RS_CONTROLLER
+        and (e.get("objectRef") or {}).get("namespace")
+        and started <= audit_time(e["requestReceivedTimestamp"]) <= ended
+    )
+    if rs_controller:
+        put("RS controller: first request", rs_controller[0] - started)
+        floor = max(0, len(rs_controller) - RS_CONTROLLER_BURST) / RS_CONTROLLER_QPS
+        put("RS controller: its pace's floor for them", rs_controller[0] - started + floor)
+        put("RS controller: last request", rs_controller[-1] - started)
+        put("#RS controller requests", float(len(rs_controller)))
+        put("#RS status writes (RS controller)", float(len(rs_status)))
     lease = [e for e in writes if driver(e) and resource(e) == "leases"]
     if lease:
         put("last Lease write", max(done(e) for e in lease))
