@@ -70,6 +70,31 @@ def completed_requests(audit_log: Path, namespace: str) -> Iterator[dict[str, An
                 yield entry
 
 
+#: the ReplicaSet controller's user, and kube-controller-manager's client limit it sends under (--kube-api-qps,
+#: --kube-api-burst; hack/cluster.py keeps the defaults)
+RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+RS_CONTROLLER_QPS = 20
+RS_CONTROLLER_BURST = 30
+
+
+def pace_floor(received: Sequence[float]) -> float | None:
+    """When requests sent under the controller's client limit can have been sent at the earliest (epoch seconds):
+    its first, then all but a burst at RS_CONTROLLER_QPS. None for none."""
+    if not received:
+        return None
+    return min(received) + max(0, len(received) - RS_CONTROLLER_BURST) / RS_CONTROLLER_QPS
+
+
+def replica_set_controller_requests(audit_log: Path, namespace: str, since: float, until: float) -> list[float]:
+    """When (epoch seconds) the ReplicaSet controller's requests on ``namespace`` were received in [since, until]."""
+    return sorted(
+        received
+        for entry in completed_requests(audit_log, namespace)
+        if entry.get("user", {}).get("username") == RS_CONTROLLER
+        and since <= (received := audit_time(entry["requestReceivedTimestamp"])) <= until
+    )
+
+
 def bench_cluster(given: Path | None, bench_dir: Path, up_args: Sequence[str] = ()) -> tuple[Path, bool]:
     """The kubeconfig of the cluster to measure on: the given one, or a cluster of the benchmark's own started
     in ``bench_dir`` (``up_args``: more of hack/cluster.py up's arguments); and whether this call started it (so

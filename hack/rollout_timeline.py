@@ -44,17 +44,13 @@ sys.path.insert(0, str(ROOT / "hack"))
 sys.path.insert(0, str(ROOT))
 
 import bench_rollout as bench  # noqa: E402
-from bench_support import audit_time, bench_cluster  # noqa: E402
+from bench_support import RS_CONTROLLER, audit_time, bench_cluster, pace_floor  # noqa: E402
 from kubernetes import client, config  # noqa: E402
 from kubernetes.watch.watch import iter_resp_lines  # noqa: E402
 
 TIMELINE_DIR = ROOT / ".cluster" / "rollout-timeline"
 WAYS = ("kubectl", "warm")
 OURS = "kubectl-rollout-plus/"
-RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
-#: kube-controller-manager's client rate limit (--kube-api-qps, --kube-api-burst; hack/cluster.py keeps the defaults)
-RS_CONTROLLER_QPS = 20
-RS_CONTROLLER_BURST = 30
 
 
 @dataclass
@@ -245,8 +241,8 @@ def stages(way: str, started: float, ended: float, seen: Seen, entries: list[dic
     if rs_status:
         put("last RS status write (RS controller)", max(done(e) for e in rs_status))
     # The ReplicaSet controller makes every pod of both ways and is the cluster's pace: kube-controller-manager's
-    # client sends at most RS_CONTROLLER_BURST requests at once, then RS_CONTROLLER_QPS a second. Its requests of
-    # the run until the command's exit, from its first, cannot end sooner than this floor.
+    # client sends a burst, then 20 requests a second. Its requests of the run until the command's exit, from
+    # its first, cannot end sooner than this floor (bench_support.pace_floor).
     rs_controller = sorted(
         audit_time(e["requestReceivedTimestamp"])
         for e in entries
@@ -254,10 +250,10 @@ def stages(way: str, started: float, ended: float, seen: Seen, entries: list[dic
         and (e.get("objectRef") or {}).get("namespace")
         and started <= audit_time(e["requestReceivedTimestamp"]) <= ended
     )
-    if rs_controller:
+    floor = pace_floor(rs_controller)
+    if floor is not None:
         put("RS controller: first request", rs_controller[0] - started)
-        floor = max(0, len(rs_controller) - RS_CONTROLLER_BURST) / RS_CONTROLLER_QPS
-        put("RS controller: its pace's floor for them", rs_controller[0] - started + floor)
+        put("RS controller: its pace's floor for them", floor - started)
         put("RS controller: last request", rs_controller[-1] - started)
         put("#RS controller requests", float(len(rs_controller)))
         put("#RS status writes (RS controller)", float(len(rs_status)))
