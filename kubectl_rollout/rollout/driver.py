@@ -67,7 +67,7 @@ from kubectl_rollout.rollout.state import (
     sync_rollout_status,
 )
 from kubectl_rollout.rollout.steps.weights import Counts
-from kubectl_rollout.rollout.watched_pods import WatchedPod, watched_pod
+from kubectl_rollout.rollout.watched_pods import WatchedPod, live_pods, watched_pod
 
 #: the driver's own last status writes it remembers, for a record watch that lags them
 WRITES_KEPT = 8
@@ -411,7 +411,13 @@ class RolloutDriver:
             return None  # our own spec change (a rollback) has not come back through the watch yet
         spec = record.spec
         mine = replica_sets.owned(all_rs, record)
-        managed = [replica_sets.to_managed(rs, identities=self._identities) for rs in mine]
+        live = live_pods(pods)
+        managed = [
+            dataclasses.replace(
+                replica_sets.to_managed(rs, identities=self._identities), live=live.get(rs.metadata.uid, 0)
+            )
+            for rs in mine
+        ]
         template_hash = replica_sets.current_identity(self.cluster, record)
         new, old = split(template_hash, managed)
         new_rs = next((rs for rs in mine if new is not None and rs.metadata.name == new.name), None)

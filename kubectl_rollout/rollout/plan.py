@@ -47,6 +47,8 @@ class ManagedReplicaSet:
     deleting: bool = False
     #: status.observedGeneration < metadata.generation: the ReplicaSet controller has not caught up with its spec
     unobserved: bool = False
+    #: its pods that run and are not marked for deletion, as the driver's pod watch sees them (None: not counted)
+    live: int = 0
 
 
 @dataclass(frozen=True)
@@ -350,8 +352,12 @@ def _pods_held(rs: ManagedReplicaSet) -> int:
     the namespace briefly holds more than replicas + maxSurge pods. Counting
     status.replicas too (pods not yet marked for deletion) keeps maxSurge a
     bound on pods, at the price of one ReplicaSet status round trip per step.
+    The status lags the other way too: the ReplicaSet controller writes it from
+    the pods it saw before its own creates, so a ReplicaSet grown and then
+    shrunk before its next status write has pods its status does not count;
+    the driver's pod watch does (``live``).
     """
-    return max(rs.replicas, rs.current)
+    return max(rs.replicas, rs.current, rs.live)
 
 
 def _rolling(
@@ -369,7 +375,9 @@ def _rolling(
         total_replicas=old_total + _pods_held(new),
         new_replicas=new.replicas,
     )
-    if size != new.replicas:
+    # An old ReplicaSet whose last resize the ReplicaSet controller has not yet seen may still be making pods for
+    # a larger size it had: neither its status nor the pod watch counts those yet. The new one grows once it has.
+    if size < new.replicas or (size > new.replicas and not any(rs.unobserved for rs in old)):
         return [ScaleReplicaSet(new.name, size)]
     shrink = old_replica_set_sizes(
         replicas=spec.replicas,

@@ -36,6 +36,8 @@ class WatchedPod:
     phase: str | None
     #: its containers that wait, in the order of ``status.containerStatuses``
     waiting: tuple[WaitingContainer, ...]
+    #: ``metadata.deletionTimestamp`` is set: on its way out (the ReplicaSet controller no longer counts it)
+    deleting: bool = False
 
 
 def watched_pod(pod: dict[str, Any]) -> WatchedPod:
@@ -63,4 +65,15 @@ def watched_pod(pod: dict[str, Any]) -> WatchedPod:
         ),
         phase=status.get("phase"),
         waiting=tuple(waiting),
+        deleting=metadata.get("deletionTimestamp") is not None,
     )
+
+
+def live_pods(pods: list[WatchedPod]) -> dict[str, int]:
+    """Per controller uid, its pods that run and are not marked for deletion (the ReplicaSet controller's active
+    pods: ``FilterActivePods`` leaves out Succeeded, Failed and deleted ones)."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        if pod.controller_uid is not None and not pod.deleting and pod.phase not in ("Succeeded", "Failed"):
+            counts[pod.controller_uid] = counts.get(pod.controller_uid, 0) + 1
+    return counts

@@ -257,6 +257,38 @@ def test_pods_not_yet_deleted_hold_back_the_new_replica_set() -> None:
     assert gone == [ScaleReplicaSet("web-v2", 4)]
 
 
+@pytest.mark.parametrize(
+    ("old_status", "old_live", "old_unobserved", "grows_to"),
+    [
+        # what the status and the pods agree on: the old ReplicaSet holds its spec, the new one grows
+        (8, 8, False, 4),
+        # its status still counts pods on their way out: wait for it (one status round trip a step)
+        (10, 8, False, None),
+        # grown 8 -> 10 and shrunk back before the ReplicaSet controller wrote its status again (it writes the
+        # pods it saw before its own creates): the status says 8, the pod watch sees the 10 it made
+        (8, 10, False, None),
+        # its last resize not yet seen by the ReplicaSet controller, which may still be making pods for a
+        # larger size: neither count has them yet
+        (8, 8, True, None),
+    ],
+    ids=["settled", "status-behind-deletes", "status-behind-creates", "resize-unobserved"],
+)
+def test_the_new_replica_set_grows_only_into_room_the_old_pods_left(
+    old_status: int, old_live: int, old_unobserved: bool, grows_to: int | None
+) -> None:
+    # 10 replicas, maxSurge 2: web-v1 asked for 8, web-v2 runs 2; room for web-v2 to reach 4 once web-v1 has 8.
+    target = spec(10, 2, 2)
+    old = dataclasses.replace(
+        v1(10), replicas=8, current=old_status, available=min(old_status, 8), live=old_live, unobserved=old_unobserved
+    )
+    new = ManagedReplicaSet(
+        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2, live=2
+    )
+    planned = plan(target, "v2", [old, new], status_replicas=old_status + 2, old_pods_running=True, complete=False)
+    grown = [a for a in planned if isinstance(a, ScaleReplicaSet) and a.name == "web-v2"]
+    assert grown == ([] if grows_to is None else [ScaleReplicaSet("web-v2", grows_to)])
+
+
 @pytest.mark.parametrize("delete_lag", [0, 1], ids=["prompt-deletes", "deletes-1-late"])
 @pytest.mark.parametrize("grace", [1, 2], ids=["terminating-1-step", "terminating-2-steps"])
 def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set(delete_lag: int, grace: int) -> None:

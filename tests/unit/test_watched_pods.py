@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from kubectl_rollout.rollout.watched_pods import WaitingContainer, watched_pod
+from kubectl_rollout.rollout.watched_pods import WaitingContainer, WatchedPod, live_pods, watched_pod
 
 
 def _pod(**status: Any) -> dict[str, Any]:
@@ -69,6 +69,14 @@ CASES = {
         containerStatuses=[_container("app", {"waiting": {"reason": "CrashLoopBackOff"}}, restarts=4)],
     ),
     "waiting, no reason": _pod(phase="Pending", containerStatuses=[_container("app", {"waiting": {}})]),
+    "being deleted": {
+        **_pod(phase="Running", containerStatuses=[_container("app", {"running": {}})]),
+        "metadata": {
+            **_pod()["metadata"],
+            "deletionTimestamp": "2026-11-27T10:00:00Z",
+            "deletionGracePeriodSeconds": 30,
+        },
+    },
 }
 
 
@@ -97,9 +105,28 @@ def test_the_same_facts_as_the_model(case: str) -> None:
         if c.state is not None and c.state.waiting is not None
     ]
     assert list(kept.waiting) == waiting
+    assert kept.deleting == (model.metadata.deletion_timestamp is not None)
 
 
 def test_a_bare_pod_has_no_controller() -> None:
     raw = _pod()
     del raw["metadata"]["ownerReferences"]
     assert watched_pod(raw).controller_uid is None
+
+
+def _kept(name: str, owner: str | None, phase: str | None, *, deleting: bool = False) -> WatchedPod:
+    return WatchedPod(name=name, template_hash=None, controller_uid=owner, phase=phase, waiting=(), deleting=deleting)
+
+
+def test_live_pods_are_those_the_replica_set_controller_counts_active() -> None:
+    # FilterActivePods: not Succeeded, not Failed, not marked for deletion; a pod without a phase yet counts.
+    pods = [
+        _kept("a", "rs-1", "Running"),
+        _kept("b", "rs-1", None),
+        _kept("c", "rs-1", "Running", deleting=True),
+        _kept("d", "rs-1", "Succeeded"),
+        _kept("e", "rs-1", "Failed"),
+        _kept("f", "rs-2", "Pending"),
+        _kept("g", None, "Running"),
+    ]
+    assert live_pods(pods) == {"rs-1": 2, "rs-2": 1}
