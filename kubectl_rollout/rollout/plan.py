@@ -47,7 +47,7 @@ class ManagedReplicaSet:
     deleting: bool = False
     #: status.observedGeneration < metadata.generation: the ReplicaSet controller has not caught up with its spec
     unobserved: bool = False
-    #: its pods that run and are not marked for deletion, as the driver's pod watch sees them (None: not counted)
+    #: its pods that run and are not marked for deletion, as the driver's pod watch sees them (0: none seen)
     live: int = 0
 
 
