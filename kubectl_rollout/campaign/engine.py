@@ -5,7 +5,8 @@ node or stops the campaign), cordon every node of the wave (so no evicted pod la
 line; the later waves' nodes carry a soft taint meanwhile, ``pending_taint``), drain them at once with the
 drain engine (its eviction retries, PDB watch, per-pod verdicts and ``--surge`` are the campaign's), wait
 for the pods per-pod rules hold, soak (the workloads that lost pods are fully available again and stay so
-for the soak), then post-labels, post-hook and uncordon per node (its taint comes off as it is finished).
+for the soak), then post-labels and post-hook node after node, and the wave's nodes are uncordoned together
+(their taint comes off with it).
 A node that cannot be drained within ``--timeout`` is waited for, skipped, kept or surged
 (``--on-blocked``). When the window closes no new wave starts; the nodes in progress finish or stop.
 
@@ -341,8 +342,9 @@ class CampaignEngine:
         self.emit(ev.WaveStarted(index=index, nodes=names, zones=tuple(dict.fromkeys(zone_of(n) for n in ready))))
         self._starts += [time.time() for name in names if name not in self._admitted]
         self._admitted.update(names)
-        for node in ready:
-            self.drainer.cordon(node)
+        # The wave's cordons go out together (each is its own patch and event), then its drains.
+        with ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="campaign-cordon") as pool:
+            list(pool.map(self.drainer.cordon, ready))
         with (
             self._window_watch(tuple(ready)),
             ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="campaign-node") as pool,
@@ -363,10 +365,16 @@ class CampaignEngine:
                 tally.failed.append(name)
         if drained and not self.cancel.is_set():
             self._soak(index, drained)
-        for result in drained:
-            if self.cancel.is_set():
-                break
-            self._after_node(result.node, tally)
+        finished: list[Any] = []
+        try:
+            for result in drained:
+                if self.cancel.is_set():
+                    break
+                if self._after_node(result.node, tally):
+                    finished.append(result.node)
+        finally:
+            # Even when a later node's post-hook stops the campaign, those past their post-steps go back.
+            self._hand_back(finished, tally)
         failed = [r.node.metadata.name for r in results if r.settled is _Settled.FAILED]
         if failed and not self.cancel.is_set():
             # A failed node stays cordoned, so it is still out: a next wave would go past the budget.
@@ -394,7 +402,9 @@ class CampaignEngine:
         tally.skipped.append(name)
         return False
 
-    def _after_node(self, node: Any, tally: _Tally) -> None:
+    def _after_node(self, node: Any, tally: _Tally) -> bool:
+        """The post-labels, then the post-hook; False when the node is left cordoned (the hook failed under
+        --on-hook-failure skip). Nodes go one after another, as their hooks may replace them."""
         name = node.metadata.name
         if self.settings.post_labels:
             self._label(node, self.settings.post_labels, hook="post")
@@ -407,14 +417,26 @@ class CampaignEngine:
                     raise CampaignStopped(f"node/{name}: {why}; it stays cordoned (--on-hook-failure stop)")
                 self.emit(ev.NodeSkipped(node=name, reason=f"{why}; left cordoned", uncordoned=False))
                 tally.skipped.append(name)
-                return
+                return False
+        return True
+
+    def _hand_back(self, nodes: list[Any], tally: _Tally) -> None:
+        """Uncordon the wave's nodes past their post-steps, all at once (a node replaced by its hook is read
+        afresh), and count them done."""
+        if not nodes:
+            return
+        with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="campaign-hand-back") as pool:
+            list(pool.map(self._hand_back_one, nodes))
+        tally.done.extend(node.metadata.name for node in nodes)
+
+    def _hand_back_one(self, node: Any) -> None:
+        name = node.metadata.name
         fresh = self._read_node(name)
         uncordoned = False
         if fresh is not None and self.job.uncordon:
             self.drainer.uncordon(fresh)
             uncordoned = True
         self.emit(ev.NodeDone(node=name, uncordoned=uncordoned, replaced=fresh is None or _replaced(node, fresh)))
-        tally.done.append(name)
 
     def _read_node(self, name: str) -> Any | None:
         try:

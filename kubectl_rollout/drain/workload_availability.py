@@ -8,9 +8,11 @@ from a degraded state. Availability is what the controllers report in status
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -46,19 +48,22 @@ def owning_workload(cluster: Cluster, pod: Any) -> WorkloadRef | None:
 
 def owning_workloads(cluster: Cluster, pods: Iterable[Any]) -> set[WorkloadRef]:
     """The top-level replicated workloads of ``pods`` (``owning_workload`` of each): one ReplicaSet read per
-    ReplicaSet however many of its pods there are (a wave's evicted pods are hundreds of a few)."""
-    found: set[WorkloadRef] = set()
-    asked: set[tuple[str, str, str]] = set()
+    ReplicaSet however many of its pods there are (a wave's evicted pods are hundreds of a few), the reads
+    sent together (the wave's soak waits on them)."""
+    one_pod_each: dict[tuple[str, str, str], Any] = {}
     for pod in pods:
         ref = controller_of(pod)
-        key = (pod.metadata.namespace, ref.kind, ref.name) if ref is not None else None
-        if key is None or key in asked:
-            continue
-        asked.add(key)
-        workload = owning_workload(cluster, pod)
-        if workload is not None:
-            found.add(workload)
-    return found
+        if ref is not None:
+            one_pod_each.setdefault((pod.metadata.namespace, ref.kind, ref.name), pod)
+    if not one_pod_each:
+        return set()
+    with ThreadPoolExecutor(max_workers=min(_OWNER_READS_AT_ONCE, len(one_pod_each))) as pool:
+        found = pool.map(functools.partial(owning_workload, cluster), one_pod_each.values())
+        return {workload for workload in found if workload is not None}
+
+
+#: ReplicaSet reads in flight at once while finding the workloads of many pods
+_OWNER_READS_AT_ONCE = 8
 
 
 def available_and_desired(obj: Any) -> tuple[int, int]:
