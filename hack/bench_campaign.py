@@ -12,10 +12,18 @@ on the whole pool, alternating which tool goes first:
 - kubectl per node:  `kubectl drain NODE --ignore-daemonsets` then `kubectl uncordon NODE`, node after node
 
 Printed per run and as medians: wall time, API requests per node (the audit log, by user agent), and the
-campaign's lower bound (hack/campaign_figures.py says how it is computed): for each wave, its slowest PDB's
-(rounds - 1) x R, R being the cluster's quickest round in that run (an accepted eviction to the disruption
-controller's status write that allows the next one, from the audit log); beside it the cluster's own time in
+campaign's lower bound (hack/campaign_figures.py says how it is computed): the earliest schedule of the run's
+evictions in its waves if every round took R, the cluster's quickest round in that run (an accepted eviction
+to the disruption controller's status write that allows the next one, from the audit log); each wave takes
+at least its slowest PDB's readiness chain, ceil(N / A) x R; beside it the cluster's own time in
 each wave (how long its slowest PDB was closed) and the campaign's reaction to each allowance.
+
+Every pod evicted costs the ReplicaSet controller a create, and its status writes and events follow; that
+controller sends under kube-controller-manager's client limit (--kube-api-qps 20 after a burst of 30 by
+default), so each run also prints the ReplicaSet and disruption controllers' requests in the run's namespace
+and the earliest their last one could have been sent at that pace (bench_support.pace_floor): the controllers'
+pace, which every tool meets alike. --controller-qps N starts the cluster with kube-controller-manager's
+limit at N (burst 1.5 N), to see the tools with that pace lifted.
 
 --large: 300 nodes / 6000 pods (30 Deployments x 200, maxUnavailable 20 %), one campaign in-process and one
 in the agent: wall time and peak RSS of each.
@@ -28,13 +36,16 @@ It starts its own cluster in .cluster/bench-campaign (with an audit log) and sto
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +55,17 @@ sys.path.insert(0, str(ROOT / "hack"))
 
 import campaign_figures  # noqa: E402
 from bench_drain import AUDIT_POLICY, KUBECTL, PLUGIN, ReadyLatency, deployment, percentile  # noqa: E402
-from bench_support import audit_requests, completed_requests, timed  # noqa: E402
+from bench_support import (  # noqa: E402
+    DISRUPTION_CONTROLLER,
+    RS_CONTROLLER,
+    RS_CONTROLLER_BURST,
+    RS_CONTROLLER_QPS,
+    audit_requests,
+    completed_requests,
+    controller_requests,
+    pace_floor,
+    timed,
+)
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 
@@ -125,8 +146,28 @@ def clean_up(cluster: Cluster, namespace: str, nodes: list[str]) -> None:
         cluster.core.patch_node(node, {"spec": {"unschedulable": None}})
 
 
+@dataclass(frozen=True)
+class ClientLimit:
+    """kube-controller-manager's client limit: --kube-api-qps, --kube-api-burst."""
+
+    qps: float = RS_CONTROLLER_QPS
+    burst: int = RS_CONTROLLER_BURST
+
+    @classmethod
+    def of(cls, qps: int | None) -> ClientLimit:
+        return cls() if qps is None else cls(qps=qps, burst=qps * RS_CONTROLLER_BURST // RS_CONTROLLER_QPS)
+
+    def controller_manager_args(self) -> list[str]:
+        if self == ClientLimit():
+            return []
+        return [
+            f"--controller-manager-arg=--kube-api-qps={self.qps:g}",
+            f"--controller-manager-arg=--kube-api-burst={self.burst}",
+        ]
+
+
 def run_tool(
-    cluster: Cluster, kubeconfig: Path, tool: str, nodes: list[str], audit_log: Path, run: int
+    cluster: Cluster, kubeconfig: Path, tool: str, nodes: list[str], audit_log: Path, run: int, limit: ClientLimit
 ) -> dict[str, Any]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     namespace = f"bench-{tool.split()[0]}-{run}"
@@ -155,7 +196,16 @@ def run_tool(
     time.sleep(2)  # the last replacements become Ready; the audit log's batch is flushed
     latency.stop()
     requests = audit_requests(audit_log, since, until, agent=AGENTS[tool])
-    figures: dict[str, Any] = {"seconds": elapsed, "requests_per_node": requests / len(nodes)}
+    figures: dict[str, Any] = {
+        "seconds": elapsed,
+        "requests_per_node": requests / len(nodes),
+        "accepted": accepted_evictions(audit_log, namespace, since, until),
+    }
+    for key, user in (("replica_set", RS_CONTROLLER), ("disruption", DISRUPTION_CONTROLLER)):
+        received = controller_requests(audit_log, namespace, since, until, user)
+        floor = pace_floor(received, qps=limit.qps, burst=limit.burst)
+        figures[f"{key}_requests"] = len(received)
+        figures[f"{key}_pace"] = math.nan if floor is None else floor - since
     if tool == "campaign":
         figures |= campaign_breakdown(output, audit_log, namespace, replicas, since, until)
         figures["ready"] = min(latency.latencies)
@@ -176,17 +226,17 @@ def campaign_breakdown(
     }
     rounds = campaign_figures.cluster_rounds(entries, one_at_a_time)
     quickest = campaign_figures.quickest(rounds)
+    ends = campaign_figures.earliest_ends(waves, POOL_WORKLOADS, replicas, quickest)
     return {
         "waves": waves,
         "rounds": rounds,
         "round": quickest,
-        "bounds": [campaign_figures.wave_bound(w, POOL_WORKLOADS, replicas, quickest) for w in waves],
-        "bound": sum(campaign_figures.wave_bound(w, POOL_WORKLOADS, replicas, quickest) for w in waves),
+        "bounds": [end - begin for begin, end in itertools.pairwise([0.0, *ends])],
+        "bound": ends[-1] if ends else 0.0,
         "cluster": [campaign_figures.cluster_time(w, rounds) for w in waves],
         "cluster_total": sum(campaign_figures.cluster_time(w, rounds) for w in waves),
         "reactions": campaign_figures.reactions(rounds, waves),
         "evicted": sum(sum(w.evicted.values()) for w in waves),
-        "accepted": accepted_evictions(audit_log, namespace, since, until),
     }
 
 
@@ -208,14 +258,21 @@ def accepted_evictions(audit_log: Path, namespace: str, since: float, until: flo
 
 
 def run_pool(
-    cluster: Cluster, kubeconfig: Path, nodes: list[str], audit_log: Path, rounds: int, tools: list[str]
+    cluster: Cluster,
+    kubeconfig: Path,
+    nodes: list[str],
+    audit_log: Path,
+    rounds: int,
+    tools: list[str],
+    limit: ClientLimit,
 ) -> None:
     print(f"\n== {len(nodes)} nodes in 3 zones, 15 Deployments x 40 pods under PDBs, Ready 1 s after start ==")
+    print(f"kube-controller-manager's client limit: {limit.qps:g} requests/s after a burst of {limit.burst}")
     results: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
     for run in range(rounds):
         order = tools[run % len(tools) :] + tools[: run % len(tools)]
         for tool in order:
-            figures = run_tool(cluster, kubeconfig, tool, nodes, audit_log, run)
+            figures = run_tool(cluster, kubeconfig, tool, nodes, audit_log, run, limit)
             results[tool].append(figures)
             extra = ""
             if tool == "campaign":
@@ -225,8 +282,7 @@ def run_pool(
                 extra = (
                     f"  bound {figures['bound']:6.2f} s ({len(figures['waves'])} waves, R {figures['round']:.2f} s"
                     f" the quickest of {len(measured)} rounds, median {median_round:.2f} s;"
-                    f" r {figures['ready']:.2f} s creation to Ready; {figures['evicted']} evicted,"
-                    f" {figures['accepted']} accepted by the API server; reaction p50"
+                    f" r {figures['ready']:.2f} s creation to Ready; {figures['evicted']} evicted; reaction p50"
                     f" {percentile(reacted, 0.5) * 1000:.0f} ms p95 {percentile(reacted, 0.95) * 1000:.0f} ms)\n"
                     + "".join(
                         f"      wave {i + 1}: {wave.seconds:6.2f} s, bound {bound:6.2f} s,"
@@ -238,7 +294,11 @@ def run_pool(
                 )
             print(
                 f"  run {run + 1} {tool:17s} {figures['seconds']:7.2f} s  "
-                f"{figures['requests_per_node']:6.1f} requests/node{extra}",
+                f"{figures['requests_per_node']:6.1f} requests/node, {figures['accepted']} evictions accepted;"
+                f" ReplicaSet controller {figures['replica_set_requests']} requests"
+                f" ({figures['replica_set_requests'] / max(1, figures['accepted']):.2f} per eviction), its pace"
+                f" {figures['replica_set_pace']:6.2f} s; disruption controller {figures['disruption_requests']},"
+                f" {figures['disruption_pace']:6.2f} s{extra}",
                 flush=True,
             )
 
@@ -247,12 +307,17 @@ def run_pool(
 
     print(f"\nmedians of {rounds} runs each, alternating which tool goes first:")
     for tool in tools:
-        print(f"{tool:18s} {median(tool, 'seconds'):7.2f} s   {median(tool, 'requests_per_node'):6.1f} requests/node")
+        print(
+            f"{tool:18s} {median(tool, 'seconds'):7.2f} s   {median(tool, 'requests_per_node'):6.1f} requests/node"
+            f"   ReplicaSet controller's pace {median(tool, 'replica_set_pace'):7.2f} s"
+            f" ({median(tool, 'seconds') / median(tool, 'replica_set_pace'):.2f}x),"
+            f" {median(tool, 'replica_set_requests') / median(tool, 'accepted'):.2f} requests per eviction"
+        )
     if "campaign" not in tools:
         return
     campaign = median("campaign", "seconds")
     bound = median("campaign", "bound")
-    print(f"lower bound        {bound:7.2f} s   (sum over waves of the slowest PDB's (rounds - 1) x R)")
+    print(f"lower bound        {bound:7.2f} s   (the run's evictions in its waves, every round R: campaign_figures)")
     print(f"campaign / bound   {campaign / bound:7.2f}   (target <= 1.2)")
     closed = median("campaign", "cluster_total")
     print(f"cluster's time     {closed:7.2f} s   (sum over waves of the longest a PDB was closed, this run's rounds)")
@@ -292,7 +357,7 @@ def peak_rss_mib(pid: int) -> float:
     raise SystemExit(f"no VmHWM for process {pid}")
 
 
-def start_cluster(nodes: int) -> tuple[Cluster, Path, list[str]]:
+def start_cluster(nodes: int, limit: ClientLimit) -> tuple[Cluster, Path, list[str]]:
     # beside the cluster's directory, which `up` starts afresh: the PDBs' status bodies over the default policy
     policy = BENCH_DIR.parent / "bench-campaign-audit-policy.json"
     policy.parent.mkdir(parents=True, exist_ok=True)
@@ -302,6 +367,7 @@ def start_cluster(nodes: int) -> tuple[Cluster, Path, list[str]]:
             *(sys.executable, str(ROOT / "hack" / "cluster.py"), "up", "--dir", str(BENCH_DIR)),
             *("--nodes", str(nodes), "--audit", f"--apiserver-arg=--audit-policy-file={policy}"),
             "--apiserver-arg=--audit-log-mode=blocking",
+            *limit.controller_manager_args(),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -330,16 +396,21 @@ def main() -> int:
         default="both",
         help="where the large campaign runs (both: in-process, then in the agent)",
     )
+    parser.add_argument(
+        "--controller-qps",
+        type=int,
+        help="kube-controller-manager's --kube-api-qps (burst 1.5x; default: its own, 20 after a burst of 30)",
+    )
     args = parser.parse_args()
+    limit = ClientLimit.of(args.controller_qps)
     runs = [] if args.large_only else [30]
     runs += [] if args.skip_large else [300]
     for size in runs:
-        cluster, kubeconfig, nodes = start_cluster(size)
+        cluster, kubeconfig, nodes = start_cluster(size, limit)
         try:
             if size == 30:
-                run_pool(
-                    cluster, kubeconfig, nodes, BENCH_DIR / "logs" / "audit.log", args.rounds, args.only or list(AGENTS)
-                )
+                audit_log = BENCH_DIR / "logs" / "audit.log"
+                run_pool(cluster, kubeconfig, nodes, audit_log, args.rounds, args.only or list(AGENTS), limit)
             else:
                 where = ("in-process", "agent") if args.large_where == "both" else (args.large_where,)
                 run_large(cluster, kubeconfig, nodes, tuple(f"--{w}" for w in where))

@@ -73,26 +73,35 @@ def completed_requests(audit_log: Path, namespace: str) -> Iterator[dict[str, An
 #: the ReplicaSet controller's user, and kube-controller-manager's client limit it sends under (--kube-api-qps,
 #: --kube-api-burst; hack/cluster.py keeps the defaults)
 RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+DISRUPTION_CONTROLLER = "system:serviceaccount:kube-system:disruption-controller"
 RS_CONTROLLER_QPS = 20
 RS_CONTROLLER_BURST = 30
 
 
-def pace_floor(received: Sequence[float]) -> float | None:
-    """When requests sent under the controller's client limit can have been sent at the earliest (epoch seconds):
-    its first, then all but a burst at RS_CONTROLLER_QPS. None for none."""
+def pace_floor(
+    received: Sequence[float], *, qps: float = RS_CONTROLLER_QPS, burst: int = RS_CONTROLLER_BURST
+) -> float | None:
+    """When requests sent under a client limit of ``qps`` after a burst of ``burst`` (a token bucket, as
+    client-go's) can have been sent at the earliest (epoch seconds): the first, then all but the burst at that
+    pace. None for none."""
     if not received:
         return None
-    return min(received) + max(0, len(received) - RS_CONTROLLER_BURST) / RS_CONTROLLER_QPS
+    return min(received) + max(0, len(received) - burst) / qps
+
+
+def controller_requests(audit_log: Path, namespace: str, since: float, until: float, user: str) -> list[float]:
+    """When (epoch seconds) ``user``'s requests on ``namespace`` were received in [since, until], in order."""
+    return sorted(
+        received
+        for entry in completed_requests(audit_log, namespace)
+        if entry.get("user", {}).get("username") == user
+        and since <= (received := audit_time(entry["requestReceivedTimestamp"])) <= until
+    )
 
 
 def replica_set_controller_requests(audit_log: Path, namespace: str, since: float, until: float) -> list[float]:
     """When (epoch seconds) the ReplicaSet controller's requests on ``namespace`` were received in [since, until]."""
-    return sorted(
-        received
-        for entry in completed_requests(audit_log, namespace)
-        if entry.get("user", {}).get("username") == RS_CONTROLLER
-        and since <= (received := audit_time(entry["requestReceivedTimestamp"])) <= until
-    )
+    return controller_requests(audit_log, namespace, since, until, RS_CONTROLLER)
 
 
 def bench_cluster(given: Path | None, bench_dir: Path, up_args: Sequence[str] = ()) -> tuple[Path, bool]:

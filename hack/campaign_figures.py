@@ -13,9 +13,16 @@ an accepted eviction's completion to the first later status write that allows
 one again (when the API server received that write: the earliest it can
 count); the quickest round of the run, R, bounds every round.
 
-- **bound** = the sum over waves of the slowest PDB's (ceil(N / A) - 1) x R:
-  no client of the Eviction API can drain the same pods in fewer such rounds
-  on that cluster.
+- **bound**: the earliest schedule of the run's evictions that any client could
+  keep, every round taking R. A PDB's evictions wait for a free disruption
+  (one of A), and a disruption is freed R after its eviction, across waves as
+  within one; a wave's evictions begin once the wave before has ended; a wave
+  ends when its last replacement can be Ready (R after its last eviction: a
+  wave is over when its workloads are available again, as the soak requires).
+  Within a wave that is at least its slowest PDB's ceil(N / A) x R (its
+  readiness chain); a PDB whose last pods went late in one wave starts the
+  next one late. No client of the Eviction API can drain the same pods, in
+  the same waves, sooner on that cluster.
 - **cluster's time** per wave: the longest sum, over one PDB's rounds begun in
   that wave, of the time it was closed (the run's own rounds, not the quickest):
   what this run's cluster imposed, so the wave's time minus it is what the
@@ -28,6 +35,7 @@ API server run on one machine). Nothing here reads the cluster.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections import Counter
@@ -136,12 +144,27 @@ def quickest(rounds: Iterable[Round]) -> float:
     return min((r.seconds for r in rounds), default=math.nan)
 
 
-def wave_bound(wave: Wave, specs: Mapping[str, Mapping[str, Any]], replicas: int, round_seconds: float) -> float:
-    """The wave's slowest PDB: (rounds - 1) x the quickest round."""
-    return max(
-        ((math.ceil(n / allowed_at_once(specs[app], replicas)) - 1) * round_seconds for app, n in wave.evicted.items()),
-        default=0.0,
-    )
+def earliest_ends(
+    waves: Iterable[Wave], specs: Mapping[str, Mapping[str, Any]], replicas: int, round_seconds: float
+) -> list[float]:
+    """When each wave can end at the earliest, in seconds from the campaign's first eviction, if every round
+    took ``round_seconds`` (the module's docstring: the bound). Each eviction goes at the first moment its PDB
+    has a free disruption and its wave has begun; that schedule is the earliest for every eviction at once."""
+    #: per PDB, when each of its disruptions is free again (a heap of A times)
+    free_at: dict[str, list[float]] = {}
+    ends: list[float] = []
+    begins = 0.0
+    for wave in waves:
+        last = begins
+        for app, count in wave.evicted.items():
+            free = free_at.setdefault(app, [0.0] * max(1, allowed_at_once(specs[app], replicas)))
+            for _ in range(count):
+                at = max(begins, heapq.heappop(free))
+                heapq.heappush(free, at + round_seconds)
+                last = max(last, at)
+        begins = last + round_seconds if wave.evicted else last
+        ends.append(begins)
+    return ends
 
 
 def cluster_time(wave: Wave, rounds: Iterable[Round]) -> float:

@@ -1,6 +1,7 @@
 """The campaign benchmark's arithmetic (hack/campaign_figures.py): waves from the campaign's events, the
 cluster's rounds from the audit log (an accepted eviction to the status write that allows the next), the
-bound from the quickest round, and the cluster's own time in each wave."""
+bound (the earliest schedule of the run's evictions, every round the quickest), and the cluster's own time in
+each wave."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from campaign_figures import (
     app_of,
     cluster_rounds,
     cluster_time,
+    earliest_ends,
     quickest,
     reactions,
-    wave_bound,
     waves_of,
 )
 
@@ -142,18 +143,40 @@ SPECS: dict[str, dict[str, Any]] = {"web0": {"maxUnavailable": 1}, "api0": {"min
 @pytest.mark.parametrize(
     ("evicted", "expected"),
     [
-        pytest.param(Counter({"web0": 8}), 7 * 2.0, id="eight one at a time: seven waits"),
-        pytest.param(Counter({"web0": 1}), 0.0, id="one eviction: no wait"),
-        pytest.param(Counter({"api0": 9}), 2 * 2.0, id="nine four at a time: three rounds"),
-        pytest.param(Counter({"web0": 3, "api0": 9}), 2 * 2.0, id="the slowest PDB decides"),
-        pytest.param(Counter({"web0": 5, "api0": 9}), 4 * 2.0, id="the other slowest"),
-        pytest.param(Counter(), 0.0, id="nothing evicted"),
+        pytest.param(Counter({"web0": 8}), 8 * 2.0, id="eight one at a time: eight readiness waits"),
+        pytest.param(Counter({"web0": 1}), 2.0, id="one eviction: its replacement's readiness"),
+        pytest.param(Counter({"api0": 9}), 3 * 2.0, id="nine four at a time: three rounds"),
+        pytest.param(Counter({"api0": 4}), 2.0, id="four at a time: one round"),
+        pytest.param(Counter({"web0": 3, "api0": 9}), 3 * 2.0, id="the slowest PDB decides"),
+        pytest.param(Counter({"web0": 5, "api0": 9}), 5 * 2.0, id="the other slowest"),
+        pytest.param(Counter(), 0.0, id="nothing evicted: over at once"),
     ],
 )
-def test_a_waves_bound_is_its_slowest_pdbs_rounds_after_the_first(evicted: Counter[str], expected: float) -> None:
+def test_a_wave_takes_at_least_its_slowest_pdbs_readiness_chain(evicted: Counter[str], expected: float) -> None:
     wave = Wave(start=T0, end=T0 + 30, evicted=evicted)
 
-    assert wave_bound(wave, SPECS, 40, 2.0) == pytest.approx(expected)
+    assert earliest_ends([wave], SPECS, 40, 2.0) == [pytest.approx(expected)]
+
+
+def test_a_pdb_closed_at_a_waves_end_holds_the_next_wave_back() -> None:
+    # web0's last pod of wave 1 goes at 4 s: wave 1 ends at 6 s, when its replacement can be Ready; web0's
+    # first pod of wave 2 goes at once (its disruption is free since 6 s), the next two 2 s apart.
+    waves = [
+        Wave(start=T0, end=T0 + 10, evicted=Counter({"web0": 3})),
+        Wave(start=T0 + 10, end=T0 + 20, evicted=Counter({"web0": 3, "api0": 4})),
+    ]
+
+    assert earliest_ends(waves, SPECS, 40, 2.0) == [pytest.approx(6.0), pytest.approx(12.0)]
+
+
+def test_a_wave_waits_for_the_last_one_even_when_its_pdbs_are_others() -> None:
+    waves = [
+        Wave(start=T0, end=T0 + 10, evicted=Counter({"web0": 2})),
+        Wave(start=T0 + 10, end=T0 + 20, evicted=Counter({"api0": 8})),
+        Wave(start=T0 + 20, end=T0 + 30),
+    ]
+
+    assert earliest_ends(waves, SPECS, 40, 2.0) == [pytest.approx(4.0), pytest.approx(8.0), pytest.approx(8.0)]
 
 
 def test_the_clusters_time_in_a_wave_is_its_longest_closed_pdb() -> None:
