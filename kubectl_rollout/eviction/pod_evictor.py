@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_rollout.eviction.budget_lanes import Budget, BudgetLanes
 from kubectl_rollout.eviction.pdb_pods import PdbPodsReporter
-from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, blocks
+from kubectl_rollout.eviction.pdb_watch import Admission, PdbWatch, unhealthy_pod_may_go
 from kubectl_rollout.eviction.refusal import EvictionRefusal, Refusal, classify_refusal
 from kubectl_rollout.eviction.retry_policy import RetryPolicy
 from kubectl_rollout.eviction.stop_switch import StopSwitch
@@ -311,16 +311,20 @@ class PodEvictor:
     def _attempt(self, state: _Attempts) -> None:
         """One eviction (or deletion) request; raises _Refused with the server's answer."""
         self._hold_while_paused(state)
-        # Queue for the PDB first when it visibly has no room, instead of
-        # spending a request on a refusal we can already see coming.
+        # A pod its PDB counts takes its place in the PDB's line, room or not: of the pods that find room in one
+        # status, only as many as it allows go, and the rest wait for the next status instead of each spending
+        # a request on a refusal we can already see coming (a wave starts a node's pods all at once).
         admitted, state.admission = state.admission, None
         budget: Budget | None = None
         if state.pdbs is not None:
             selecting = state.pdbs.selecting(state.current)
             if len(selecting) == 1:
-                budget = (selecting[0].metadata.namespace, selecting[0].metadata.name)
-                if admitted is None and blocks(selecting[0], state.current):
-                    admitted = self._wait_in_line(state, state.pdbs, selecting[0])
+                pdb = selecting[0]
+                budget = (pdb.metadata.namespace, pdb.metadata.name)
+                if admitted is None and unhealthy_pod_may_go(pdb, state.current) is None:
+                    admitted = state.pdbs.wait_for_room(*budget, timeout=0, cancel=state.cancel)
+                    if admitted is None:
+                        admitted = self._wait_in_line(state, state.pdbs, pdb)
         # Paused while it queued for its PDB: it waits (holding its place) like every other pod.
         self._hold_while_paused(state)
         self._take_slot()
