@@ -304,7 +304,7 @@ class CanaryGoal:
 
 
 def _side(rs: ManagedReplicaSet | None) -> Side:
-    return side(rs.replicas, current=rs.current, available=rs.available) if rs is not None else side(0)
+    return side(rs.replicas, current=pods_held(rs), available=rs.available) if rs is not None else side(0)
 
 
 def _canary(
@@ -317,7 +317,7 @@ def _canary(
     """One move towards a canary step's counts, inside maxSurge / maxUnavailable (``canary.weights``); the
     other old ReplicaSets go to 0 first."""
     stable = next((rs for rs in old if rs.name == goal.stable), None)
-    others = [rs for rs in old if rs is not stable and max(rs.replicas, rs.current) > 0]
+    others = [rs for rs in old if rs is not stable and pods_held(rs) > 0]
     counts = (
         NextCounts(canary=goal.counts.canary, stable=goal.counts.stable, others=tuple(0 for _ in others))
         if goal.at_once
@@ -333,18 +333,26 @@ def _canary(
     )
     if new is None:
         return [CreateReplicaSet(counts.canary, next_revision)]
+    # As in a rolling update: a side grows only once the ReplicaSet controller has seen every other one's last
+    # resize (one still making pods for a larger size has them in neither its status nor the pod watch).
+    unobserved = {rs.name for rs in (new, *old) if rs.unobserved}
+    canary_size, stable_size = counts.canary, counts.stable
+    if canary_size > new.replicas and unobserved - {new.name}:
+        canary_size = new.replicas
+    if stable is not None and stable_size > stable.replicas and unobserved - {stable.name}:
+        stable_size = stable.replicas
     actions: list[Action] = []
-    if counts.canary != new.replicas:
-        actions.append(ScaleReplicaSet(new.name, counts.canary))
-    if stable is not None and counts.stable != stable.replicas:
-        actions.append(ScaleReplicaSet(stable.name, counts.stable))
+    if canary_size != new.replicas:
+        actions.append(ScaleReplicaSet(new.name, canary_size))
+    if stable is not None and stable_size != stable.replicas:
+        actions.append(ScaleReplicaSet(stable.name, stable_size))
     actions += [
         ScaleReplicaSet(rs.name, size) for rs, size in zip(others, counts.others, strict=True) if size != rs.replicas
     ]
     return actions
 
 
-def _pods_held(rs: ManagedReplicaSet) -> int:
+def pods_held(rs: ManagedReplicaSet) -> int:
     """The pods a ReplicaSet may still have: its spec, or more while the ReplicaSet controller catches up.
 
     The controller counts spec.replicas only, so right after it shrinks an old
@@ -363,7 +371,7 @@ def _pods_held(rs: ManagedReplicaSet) -> int:
 def _rolling(
     spec: WorkloadSpec, new: ManagedReplicaSet | None, old: list[ManagedReplicaSet], next_revision: int, complete: bool
 ) -> list[Action]:
-    old_total = sum(_pods_held(rs) for rs in old)
+    old_total = sum(pods_held(rs) for rs in old)
     if new is None:
         size = new_replica_set_size(
             replicas=spec.replicas, surge=spec.max_surge, total_replicas=old_total, new_replicas=0
@@ -372,7 +380,7 @@ def _rolling(
     size = new_replica_set_size(
         replicas=spec.replicas,
         surge=spec.max_surge,
-        total_replicas=old_total + _pods_held(new),
+        total_replicas=old_total + pods_held(new),
         new_replicas=new.replicas,
     )
     # An old ReplicaSet whose last resize the ReplicaSet controller has not yet seen may still be making pods for

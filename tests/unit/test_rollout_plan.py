@@ -289,6 +289,46 @@ def test_the_new_replica_set_grows_only_into_room_the_old_pods_left(
     assert grown == ([] if grows_to is None else [ScaleReplicaSet("web-v2", grows_to)])
 
 
+@pytest.mark.parametrize(
+    ("stable_status", "stable_live", "stable_unobserved", "grows_to"),
+    [
+        (8, 8, False, 4),
+        (10, 8, False, None),
+        (8, 10, False, None),
+        (8, 8, True, None),
+    ],
+    ids=["settled", "status-behind-deletes", "status-behind-creates", "resize-unobserved"],
+)
+def test_a_canary_grows_only_into_room_the_stable_pods_left(
+    stable_status: int, stable_live: int, stable_unobserved: bool, grows_to: int | None
+) -> None:
+    # The same counts as a rolling update's, on the way to a 50 % step: the stable ReplicaSet asked for 8, the
+    # canary runs 2; maxSurge 2 of 10 leaves the canary room for 4 once the stable one holds 8 pods.
+    stable = dataclasses.replace(
+        v1(10),
+        replicas=8,
+        current=stable_status,
+        available=min(stable_status, 8),
+        live=stable_live,
+        unobserved=stable_unobserved,
+    )
+    canary = ManagedReplicaSet(
+        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2, live=2
+    )
+    step = CanaryGoal(counts=Counts(canary=5, stable=5), stable="web-v1")
+    planned = plan(
+        spec(10, 2, 2),
+        "v2",
+        [stable, canary],
+        status_replicas=stable_status + 2,
+        old_pods_running=True,
+        complete=False,
+        canary=step,
+    )
+    grown = [a for a in planned if isinstance(a, ScaleReplicaSet) and a.name == "web-v2"]
+    assert grown == ([] if grows_to is None else [ScaleReplicaSet("web-v2", grows_to)])
+
+
 @pytest.mark.parametrize("delete_lag", [0, 1], ids=["prompt-deletes", "deletes-1-late"])
 @pytest.mark.parametrize("grace", [1, 2], ids=["terminating-1-step", "terminating-2-steps"])
 def test_recreate_waits_for_every_old_pod_before_creating_the_new_replica_set(delete_lag: int, grace: int) -> None:

@@ -48,7 +48,7 @@ from kubectl_rollout.rollout.bluegreen.state import (
 )
 from kubectl_rollout.rollout.canary.driving import CanaryEnd, CanaryPass
 from kubectl_rollout.rollout.canary.state import Mark
-from kubectl_rollout.rollout.plan import ManagedReplicaSet
+from kubectl_rollout.rollout.plan import ManagedReplicaSet, pods_held
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.steps.weights import Counts
 
@@ -59,7 +59,7 @@ BY_AUTO_PROMOTE = "auto-promote"
 def _sizes(rs: ManagedReplicaSet | None) -> Sizes:
     if rs is None:
         return Sizes()
-    return Sizes(replicas=rs.replicas, pods=max(rs.replicas, rs.current), available=rs.available)
+    return Sizes(replicas=rs.replicas, pods=pods_held(rs), available=rs.available)
 
 
 class BlueGreenWalker:

@@ -45,7 +45,7 @@ from kubectl_rollout.rollout.canary.state import (
     next_step,
     step_line,
 )
-from kubectl_rollout.rollout.plan import ManagedReplicaSet
+from kubectl_rollout.rollout.plan import ManagedReplicaSet, pods_held
 from kubectl_rollout.rollout.record import Record
 from kubectl_rollout.rollout.state import PROGRESSING, RolloutStatus
 from kubectl_rollout.rollout.steps.format import STEPS_ANNOTATION, CommandGate, JobGate, Step, parse_steps
@@ -277,11 +277,9 @@ class CanaryWalker:
             return False
 
         def counts(rs: ManagedReplicaSet | None) -> tuple[int, int, int]:
-            return (rs.replicas, max(rs.replicas, rs.current), rs.available) if rs is not None else (0, 0, 0)
+            return (rs.replicas, pods_held(rs), rs.available) if rs is not None else (0, 0, 0)
 
-        return is_reached(
-            goal, canary=counts(new), stable=counts(stable), others=sum(max(o.replicas, o.current) for o in others)
-        )
+        return is_reached(goal, canary=counts(new), stable=counts(stable), others=sum(pods_held(o) for o in others))
 
     def _begin(
         self,
