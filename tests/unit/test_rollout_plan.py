@@ -257,69 +257,60 @@ def test_pods_not_yet_deleted_hold_back_the_new_replica_set() -> None:
     assert gone == [ScaleReplicaSet("web-v2", 4)]
 
 
-@pytest.mark.parametrize(
-    ("old_status", "old_live", "old_unobserved", "grows_to"),
-    [
-        # what the status and the pods agree on: the old ReplicaSet holds its spec, the new one grows
-        (8, 8, False, 4),
-        # its status still counts pods on their way out: wait for it (one status round trip a step)
-        (10, 8, False, None),
-        # grown 8 -> 10 and shrunk back before the ReplicaSet controller wrote its status again (it writes the
-        # pods it saw before its own creates): the status says 8, the pod watch sees the 10 it made
-        (8, 10, False, None),
-        # its last resize not yet seen by the ReplicaSet controller, which may still be making pods for a
-        # larger size: neither count has them yet
-        (8, 8, True, None),
-    ],
-    ids=["settled", "status-behind-deletes", "status-behind-creates", "resize-unobserved"],
-)
+#: an older ReplicaSet asked for 8 of 10 pods (maxSurge 2) beside web-v2 running 2: its status, its live pods, its
+#: last resize unobserved; and what web-v2 grows to (None: it waits)
+ROOM_LEFT_BY_THE_OLDER_PODS = [
+    # what the status and the pods agree on: the older ReplicaSet holds its spec, web-v2 grows
+    pytest.param(8, 8, False, 4, id="settled"),
+    # its status still counts pods on their way out: wait for it (one status round trip a step)
+    pytest.param(10, 8, False, None, id="status-behind-deletes"),
+    # grown 8 -> 10 and shrunk back before the ReplicaSet controller wrote its status again (it writes the pods it
+    # saw before its own creates): the status says 8, the pod watch sees the 10 it made
+    pytest.param(8, 10, False, None, id="status-behind-creates"),
+    # its last resize not yet seen by the ReplicaSet controller, which may still be making pods for a larger
+    # size: neither count has them yet
+    pytest.param(8, 8, True, None, id="resize-unobserved"),
+]
+
+
+def asked_for_eight(status: int, live: int, unobserved: bool) -> ManagedReplicaSet:
+    return dataclasses.replace(
+        v1(10), replicas=8, current=status, available=min(status, 8), live=live, unobserved=unobserved
+    )
+
+
+def v2_running_two() -> ManagedReplicaSet:
+    return ManagedReplicaSet(
+        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2, live=2
+    )
+
+
+@pytest.mark.parametrize(("old_status", "old_live", "old_unobserved", "grows_to"), ROOM_LEFT_BY_THE_OLDER_PODS)
 def test_the_new_replica_set_grows_only_into_room_the_old_pods_left(
     old_status: int, old_live: int, old_unobserved: bool, grows_to: int | None
 ) -> None:
     # 10 replicas, maxSurge 2: web-v1 asked for 8, web-v2 runs 2; room for web-v2 to reach 4 once web-v1 has 8.
     target = spec(10, 2, 2)
-    old = dataclasses.replace(
-        v1(10), replicas=8, current=old_status, available=min(old_status, 8), live=old_live, unobserved=old_unobserved
+    old = asked_for_eight(old_status, old_live, old_unobserved)
+    planned = plan(
+        target, "v2", [old, v2_running_two()], status_replicas=old_status + 2, old_pods_running=True, complete=False
     )
-    new = ManagedReplicaSet(
-        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2, live=2
-    )
-    planned = plan(target, "v2", [old, new], status_replicas=old_status + 2, old_pods_running=True, complete=False)
     grown = [a for a in planned if isinstance(a, ScaleReplicaSet) and a.name == "web-v2"]
     assert grown == ([] if grows_to is None else [ScaleReplicaSet("web-v2", grows_to)])
 
 
-@pytest.mark.parametrize(
-    ("stable_status", "stable_live", "stable_unobserved", "grows_to"),
-    [
-        (8, 8, False, 4),
-        (10, 8, False, None),
-        (8, 10, False, None),
-        (8, 8, True, None),
-    ],
-    ids=["settled", "status-behind-deletes", "status-behind-creates", "resize-unobserved"],
-)
+@pytest.mark.parametrize(("stable_status", "stable_live", "stable_unobserved", "grows_to"), ROOM_LEFT_BY_THE_OLDER_PODS)
 def test_a_canary_grows_only_into_room_the_stable_pods_left(
     stable_status: int, stable_live: int, stable_unobserved: bool, grows_to: int | None
 ) -> None:
     # The same counts as a rolling update's, on the way to a 50 % step: the stable ReplicaSet asked for 8, the
     # canary runs 2; maxSurge 2 of 10 leaves the canary room for 4 once the stable one holds 8 pods.
-    stable = dataclasses.replace(
-        v1(10),
-        replicas=8,
-        current=stable_status,
-        available=min(stable_status, 8),
-        live=stable_live,
-        unobserved=stable_unobserved,
-    )
-    canary = ManagedReplicaSet(
-        name="web-v2", template_hash="v2", replicas=2, current=2, available=2, created=2.0, revision=2, live=2
-    )
+    stable = asked_for_eight(stable_status, stable_live, stable_unobserved)
     step = CanaryGoal(counts=Counts(canary=5, stable=5), stable="web-v1")
     planned = plan(
         spec(10, 2, 2),
         "v2",
-        [stable, canary],
+        [stable, v2_running_two()],
         status_replicas=stable_status + 2,
         old_pods_running=True,
         complete=False,
