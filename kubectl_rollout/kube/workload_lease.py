@@ -37,7 +37,14 @@ RENEW_EVERY = 5.0
 #: the annotation on a Lease in which a holder that is not a rollout driver says what it holds it for
 PURPOSE = "rollout-plus.kubectl.io/purpose"
 
+#: how many times ``acquire`` starts over when the Lease is deleted between its create and its read or write
+_VANISHED_RETRIES = 5
+
 log = logging.getLogger(__name__)
+
+
+class _Vanished(Exception):
+    """The Lease was deleted between two of ``acquire``'s steps: start over from the create."""
 
 
 class LeaseHeld(UserFacingError):
@@ -145,10 +152,25 @@ class WorkloadLease:
 
         A Lease still valid is taken only when its holder is a process of this machine that has provably ended
         (``took_from_gone`` says whose), and like a lapsed one by a write conditional on the version read: of two
-        processes that both judged it so, one writes and the other is told it was just taken.
+        processes that both judged it so, one writes and the other is told it was just taken. A Lease its holder
+        deletes between our steps (a driver finishing as we arrive) is simply created again.
         """
-        api = self.cluster.coordination
         self.took_from_gone = self.gone_because = ""
+        for _ in range(_VANISHED_RETRIES):
+            try:
+                self._take()
+                return
+            except _Vanished:
+                continue
+        # Created and deleted under us again and again: as good as held by someone who keeps coming back.
+        raise LeaseHeld(
+            f"lease {self.namespace}/{self.name} keeps being taken and released by another process",
+            lease=f"{self.namespace}/{self.name}",
+        )
+
+    def _take(self) -> None:
+        """One try: create the Lease, or judge the one there and overwrite it; _Vanished when it went meanwhile."""
+        api = self.cluster.coordination
         try:
             created = call_with_retry(api.create_namespaced_lease, self.namespace, self._body())
             self._renewed, self._version = time.monotonic(), created.metadata.resource_version
@@ -156,7 +178,12 @@ class WorkloadLease:
         except ApiException as err:
             if err.status != 409:
                 raise
-        current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
+        try:
+            current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
+        except ApiException as err:
+            if err.status == 404:  # released between our create and our read
+                raise _Vanished from err
+            raise
         spec = current.spec
         expires = expires_at(spec)
         left = expires - time.time()
@@ -176,6 +203,9 @@ class WorkloadLease:
                     f"lease {self.namespace}/{self.name} was just taken by another process",
                     lease=f"{self.namespace}/{self.name}",
                 ) from err
+            if err.status == 404:  # released between our read and our write (a server that creates Leases on
+                # update, as kube-apiserver does, writes ours instead)
+                raise _Vanished from err
             raise
         self._renewed, self._version = time.monotonic(), written.metadata.resource_version
         if gone:
