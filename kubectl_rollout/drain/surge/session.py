@@ -47,7 +47,13 @@ from kubectl_rollout.drain.surge.facts import FactReader, Owner
 from kubectl_rollout.drain.surge.first_to_go import DELETION_COST, mark, unmark
 from kubectl_rollout.drain.surge.leases import surging_lease
 from kubectl_rollout.drain.surge.managed import still_steady
-from kubectl_rollout.drain.surge.pdb_recount import BudgetKey, clear_count, note_count
+from kubectl_rollout.drain.surge.pdb_recount import (
+    BudgetKey,
+    RecountFollower,
+    clear_count,
+    note_count,
+    others_expected,
+)
 from kubectl_rollout.drain.surge.readiness import readiness
 from kubectl_rollout.drain.surge.record import (
     REPLICA_SET,
@@ -95,6 +101,8 @@ class _Surged:
     settled: threading.Event = field(default_factory=threading.Event)
     #: the PDBs over its drained pods: told each lowered count, so that they are counted again at once
     budgets: tuple[BudgetKey, ...] = ()
+    #: of those that count by the workloads' counts: what each expects of pods not this workload's
+    others: dict[BudgetKey, int] = field(default_factory=dict)
     #: its drained pods given the lowest deletion cost before the raise, and those of them evicted since
     marked: tuple[PodRef, ...] = ()
     gone: set[tuple[str, str]] = field(default_factory=set)
@@ -121,6 +129,8 @@ class SurgeSession:
         self.emit = emit
         self.cancel = cancel
         self._facts = FactReader(cluster, pdbs)
+        #: makes sure each PDB told a lowered count counted it
+        self._recounts = RecountFollower(cluster, pdbs)
         self._surged: dict[WorkloadRef, _Surged] = {}
         self._by_pod: dict[tuple[str, str], _Surged] = {}
         #: follows the surges until each is Ready or given up
@@ -260,6 +270,11 @@ class SurgeSession:
             pods=frozenset((p.namespace, p.name) for p in owner.pods),
             keeper=keeper,
             budgets=tuple((b.metadata.namespace, b.metadata.name) for b in owner.budgets),
+            others={
+                (b.metadata.namespace, b.metadata.name): others
+                for b in owner.budgets
+                if (others := others_expected(b, original)) is not None
+            },
             marked=marked,
         )
         self._surged[owner.ref] = surged
@@ -389,13 +404,10 @@ class SurgeSession:
                 surged.let_go = True
                 return
             surged.current = target
-            note_count(
-                self.cluster,
-                surged.budgets,
-                workload=f"{surged.kind.kind}/{surged.object_name}",
-                replicas=target,
-                drain=self.drain,
-            )
+            workload = f"{surged.kind.kind}/{surged.object_name}"
+            note_count(self.cluster, surged.budgets, workload=workload, replicas=target, drain=self.drain)
+            for budget, others in surged.others.items():
+                self._recounts.expect(budget, at_most=others + target, workload=workload)
 
     def _restore(self, surged: _Surged) -> None:
         with surged.lock:
@@ -414,6 +426,7 @@ class SurgeSession:
                     expected=-1 if surged.let_go else surged.current,  # -1: only remove the record
                     kind=surged.kind,
                 )
+                self._recounts.forget(surged.budgets)
                 if surged.evicted:
                     clear_count(self.cluster, surged.budgets)
             finally:
@@ -447,9 +460,12 @@ class SurgeSession:
         self._stop.set()
         if self._follower is not None:
             self._follower.join()
-        for surged in list(self._surged.values()):
-            try:
-                self._restore(surged)
-            except (ApiException, CountChanged, OSError) as err:
-                # The record stays on the object: the next drain, uncordon or resume restores it.
-                log.warning("could not restore %s now (%s); its record stays for the next drain", surged.ref, err)
+        try:
+            for surged in list(self._surged.values()):
+                try:
+                    self._restore(surged)
+                except (ApiException, CountChanged, OSError) as err:
+                    # The record stays on the object: the next drain, uncordon or resume restores it.
+                    log.warning("could not restore %s now (%s); its record stays for the next drain", surged.ref, err)
+        finally:
+            self._recounts.stop()
