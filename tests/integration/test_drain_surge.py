@@ -595,6 +595,14 @@ def test_managed_workload_surges_through_its_replica_set_and_refuses_spec_change
     applied = apply_workload(kubeconfig, namespace, bigger, tmp_path)
     during = (recorded_replicas(cluster, namespace, "web"), rs_replicas(cluster, namespace, replica_set))
     assert drain.process.poll() is None, "the drain ended before scale and apply were tried"
+    # The two commands may be quicker than the surge's pod is Ready: the original goes only once evicted.
+    watching.until(
+        cluster.core.list_namespaced_pod,
+        lambda p: p.metadata.name == original and p.metadata.deletion_timestamp is not None,
+        namespace=namespace,
+        timeout=60,
+        what=f"pod {original} evicted",
+    )
     cluster.core.delete_namespaced_pod(original, namespace, grace_period_seconds=0)
     result = drain.finish(timeout=90)
     healthy.settle({"web": 1})
