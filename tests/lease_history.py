@@ -21,6 +21,8 @@ class LeaseHistory(Follower):
         super().__init__()
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.versions: list[tuple[str, datetime, datetime, int]] = []
+        #: how many times the Lease was deleted (given back)
+        self.deletions = 0
 
     def _listing(self) -> tuple[Any, dict[str, Any]]:
         return self.cluster.coordination.list_namespaced_lease, {
@@ -34,7 +36,9 @@ class LeaseHistory(Follower):
 
     def _apply(self, kind: str, lease: Any) -> None:
         spec = lease.spec
-        if kind != "DELETED" and spec.holder_identity:
+        if kind == "DELETED":
+            self.deletions += 1
+        elif spec.holder_identity:
             self.versions.append(
                 (spec.holder_identity, spec.acquire_time, spec.renew_time, spec.lease_duration_seconds)
             )

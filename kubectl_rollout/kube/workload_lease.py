@@ -147,6 +147,19 @@ class WorkloadLease:
             return None
         return held_error(current, subject=self.subject, advice=self.advice)
 
+    def take_if_free(self) -> bool:
+        """Take the Lease if there is none (one create), and say so; one already there is left for ``acquire`` to
+        judge (False)."""
+        try:
+            created = call_with_retry(self.cluster.coordination.create_namespaced_lease, self.namespace, self._body())
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        self.took_from_gone = self.gone_because = ""
+        self._renewed, self._version = time.monotonic(), created.metadata.resource_version
+        return True
+
     def acquire(self) -> None:
         """Take the lease, or raise LeaseHeld naming who holds it and until when.
 

@@ -117,7 +117,10 @@ def _run(
         driver = RolloutDriver(cluster, namespace, action.workload, context, action.drive)
         driver.prefetch()
     try:
-        recorded = _change(cluster, action, namespace, emit)
+        # A free Lease is the driver's before the change is written (one request, where checking who holds it
+        # and taking it after the write were two); one already there is judged as before, after the write.
+        lease_taken = driver is not None and driver.take_lease_if_free()
+        recorded = _change(cluster, action, namespace, emit, lease_taken=lease_taken)
     except BaseException:
         if driver is not None:
             driver.stop()
@@ -135,12 +138,15 @@ def _run(
     return _finished(record.name, record.namespace, driver.run(after_generation=record.generation))
 
 
-def _change(cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit) -> operations.SpecChangeResult:
-    """Check and record the spec change ``action`` asks for."""
+def _change(
+    cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit, *, lease_taken: bool = False
+) -> operations.SpecChangeResult:
+    """Check and record the spec change ``action`` asks for (``lease_taken``: this job's driver holds the Lease)."""
     kind, name = action.kind, action.name
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
-    refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
+    if not lease_taken:
+        refuse_while_held_for_a_purpose(cluster, namespace, driver_lease_name(action.workload))
     if kind is ActionKind.APPLY:
         assert action.manifest is not None
         # A Job gate's template is checked before anything is written: the manifest's own checks are pure.

@@ -172,6 +172,8 @@ class RolloutDriver:
         self._watches_lock = threading.Lock()
         #: a spec change is being written for this driver to carry out: a record not there yet is coming
         self._record_expected = False
+        #: the Lease ``take_lease_if_free`` took before that change was written, until ``run`` holds it on
+        self._early_lease: WorkloadLease | None = None
 
     def _watch(
         self, list_func: Callable[..., Any], description: str, transform: Transform | None = None, **kwargs: Any
@@ -244,17 +246,20 @@ class RolloutDriver:
         self._start_watches()
 
     def stop(self) -> None:
-        """Stop every watch (``run`` does so itself when it ends)."""
-        with self._watches_lock:
-            watches = list(self._watches)
-        for collection in watches:
-            collection.stop()
+        """Stop every watch, and give back a Lease taken for a ``run`` that never came (``run`` does both itself
+        when it ends)."""
+        early, self._early_lease = self._early_lease, None
+        try:
+            if early is not None:
+                early.release()
+        finally:
+            with self._watches_lock:
+                watches = list(self._watches)
+            for collection in watches:
+                collection.stop()
 
-    def run(self, *, after_generation: int = 0) -> RolloutResult:
-        """Drive the rollout to its end. ``after_generation``: the generation of the spec change just written for
-        this driver; no pass acts on an older record (one a ``prefetch`` listed before the change)."""
-        self._awaited_generation = max(self._awaited_generation, after_generation)
-        lease = WorkloadLease(
+    def _new_lease(self) -> WorkloadLease:
+        return WorkloadLease(
             self.cluster,
             self.namespace,
             self.name,
@@ -264,7 +269,26 @@ class RolloutDriver:
             advice=f"wait for it to finish, or follow it with {next_steps.follow_rollout(self.name)}",
         )
 
+    def take_lease_if_free(self) -> bool:
+        """Take the workload's Lease now if nobody holds one (before the caller writes the change this driver is
+        to carry out); whether it did. ``run`` then holds it on, and ``stop`` gives it back if ``run`` never
+        comes. A Lease already there is judged by ``run`` as usual."""
+        lease = self._new_lease()
+        if not lease.take_if_free():
+            return False
+        self._early_lease = lease
+        return True
+
+    def run(self, *, after_generation: int = 0) -> RolloutResult:
+        """Drive the rollout to its end. ``after_generation``: the generation of the spec change just written for
+        this driver; no pass acts on an older record (one a ``prefetch`` listed before the change)."""
+        self._awaited_generation = max(self._awaited_generation, after_generation)
+        early, self._early_lease = self._early_lease, None
+        lease = early or self._new_lease()
+
         def take_lease() -> None:
+            if lease is early:
+                return  # taken free before the change was written: nobody to take it over from
             lease.acquire()
             if self.following is not None or lease.took_from_gone:
                 self.emit(

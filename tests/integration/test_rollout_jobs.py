@@ -15,6 +15,7 @@ import pytest
 import watching
 import yaml
 from invariants import RolloutInvariants
+from kubernetes import client
 from lease_history import LeaseHistory
 from plugin import RunningPlugin, events, run_plugin
 
@@ -23,6 +24,7 @@ from kubectl_rollout.jobs.events import rollout as ev
 from kubectl_rollout.jobs.events.base import Envelope, Event
 from kubectl_rollout.jobs.views.rollout import fold_all
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
+from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.holder_identity import holder_verdict, parse
 from kubectl_rollout.kube.record_names import driver_lease_name
 from kubectl_rollout.rollout.actions import ActionKind, DriveOptions, RolloutAction, run_rollout_action
@@ -220,6 +222,41 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
         assert (finished.outcome, finished.paused) == (ev.RolloutOutcome.INTERRUPTED, True), finished
         assert 'workload "web" stays paused' in finished.message
         assert read(cluster, namespace, "web").spec.paused is True
+    finally:
+        cluster.close()
+
+
+def test_a_change_refused_after_the_driver_took_the_free_lease_gives_it_back_and_changes_nothing(
+    namespace: str, kubeconfig: Path
+) -> None:
+    """The driver takes a free Lease before the change is written; a change refused after that (a container the
+    template does not have) gives it back: the record and the Lease are as they were."""
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        created = run_rollout_action(
+            cluster,
+            RolloutAction(kind=ActionKind.APPLY, manifest=workload(2), drive=DriveOptions(wait=False)),
+            JobContext(emit=Recorder()),
+        )
+        assert created.succeeded
+        record = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+        leases = LeaseHistory(cluster, namespace, driver_lease_name("web")).start()
+        change = RolloutAction(
+            kind=ActionKind.SET_IMAGE,
+            name="web",
+            images=(ev.ContainerImage(container="sidecar", image="registry.example/app:v2"),),
+        )
+        with pytest.raises(UsageError, match='unable to find container named "sidecar"'):
+            run_rollout_action(cluster, change, JobContext(emit=Recorder()))
+        # Watched, not sampled: the Lease was taken (the free one, before the change) and given back.
+        assert leases.wait(lambda: leases.deletions == 1, timeout=30), (leases.versions, leases.deletions)
+        leases.stop()
+        assert len(leases.versions) == 1, leases.versions
+        with pytest.raises(client.ApiException) as gone:
+            cluster.coordination.read_namespaced_lease(driver_lease_name("web"), namespace)
+        assert gone.value.status == 404
+        after = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+        assert after.metadata.resource_version == record.metadata.resource_version
     finally:
         cluster.close()
 

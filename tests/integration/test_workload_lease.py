@@ -81,3 +81,22 @@ def test_a_lease_released_while_it_is_being_taken_is_created_again(
     with pytest.raises(client.ApiException) as gone:
         cluster.coordination.read_namespaced_lease("rollout-plus.web", namespace)
     assert gone.value.status == 404
+
+
+def test_take_if_free_takes_only_a_lease_nobody_holds(cluster: Cluster, namespace: str) -> None:
+    first = _lease(cluster, namespace, "first-driver")
+    assert first.take_if_free()
+    taken = cluster.coordination.read_namespaced_lease("rollout-plus.web", namespace)
+    assert taken.spec.holder_identity == "first-driver"
+
+    # One already there is left for acquire to judge: take_if_free writes nothing then.
+    second = _lease(cluster, namespace, "second-driver")
+    assert not second.take_if_free()
+    kept = cluster.coordination.read_namespaced_lease("rollout-plus.web", namespace)
+    assert (kept.spec.holder_identity, kept.metadata.resource_version) == (
+        "first-driver",
+        taken.metadata.resource_version,
+    )
+    first.release()
+    assert second.take_if_free()
+    second.release()
