@@ -37,6 +37,7 @@ from kubectl_rollout.kube.cluster_access import (
     describe_transport_failure,
 )
 from kubectl_rollout.kube.errors import UserFacingError
+from kubectl_rollout.kube.shared_pools import SharedPools
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,18 @@ class JobBody(Protocol):
     def __call__(self, spec: JobSpec, cluster: Cluster, context: JobContext) -> JobResult: ...
 
 
+#: the connections one job leaves open for the next to the same server as the same identity (the agent's jobs)
+_POOLS = SharedPools()
+
+
 def connect_to(connection: Connection) -> Cluster:
-    """Open the job's cluster, reading the credentials from its kubeconfig files now."""
+    """Open the job's cluster, reading the credentials from its kubeconfig files now (a connection an earlier job
+    made with the very same TLS identity is reused: ``shared_pools``)."""
     settings = ConnectionSettings(
         context=connection.context, namespace=connection.namespace, request_timeout=connection.request_timeout
     )
     environ = {"KUBECONFIG": os.pathsep.join(connection.kubeconfig)} if connection.kubeconfig else None
-    return connect(settings, environ)
+    return connect(settings, environ, pools=_POOLS)
 
 
 def run_job(spec: JobSpec, context: JobContext, *, cluster: Cluster | None = None, resumed: bool = False) -> JobResult:

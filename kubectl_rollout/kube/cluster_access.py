@@ -31,6 +31,7 @@ from kubectl_rollout.kube.connection_settings import ConnectionSettings as Conne
 from kubectl_rollout.kube.connection_settings import kubeconfig_paths as kubeconfig_paths
 from kubectl_rollout.kube.errors import UserFacingError
 from kubectl_rollout.kube.first_contact import FirstContact, first_contact_timeout
+from kubectl_rollout.kube.shared_pools import SharedPools
 from kubectl_rollout.kube.unreachable import LOCAL_CLUSTER_HINT as LOCAL_CLUSTER_HINT
 from kubectl_rollout.kube.unreachable import ClusterAccessError as ClusterAccessError
 from kubectl_rollout.kube.unreachable import describe_unreachable, refused_credentials
@@ -132,8 +133,13 @@ class Cluster:
         self.api_client.close()
 
 
-def connect(settings: ConnectionSettings, environ: Mapping[str, str] | None = None) -> Cluster:
-    """Build a client from the kubeconfig; raises ClusterAccessError with a next step."""
+def connect(
+    settings: ConnectionSettings, environ: Mapping[str, str] | None = None, *, pools: SharedPools | None = None
+) -> Cluster:
+    """Build a client from the kubeconfig; raises ClusterAccessError with a next step.
+
+    ``pools``: connections kept from earlier clients of this process, reused when the server and the TLS
+    identity are the same (``shared_pools``)."""
     env = os.environ if environ is None else environ
     paths = kubeconfig_paths(settings.kubeconfig, env)
     existing = [p for p in paths if p.is_file()]
@@ -183,6 +189,8 @@ def connect(settings: ConnectionSettings, environ: Mapping[str, str] | None = No
     namespace = settings.namespace or context.get("context", {}).get("namespace") or "default"
     api_client = _TimeoutApiClient(configuration, settings.request_timeout, context=context_name)
     api_client.user_agent = f"kubectl-rollout-plus/{__version__}"
+    if pools is not None:
+        pools.adopt(api_client)
     return Cluster(api_client=api_client, context=context_name, server=configuration.host, namespace=namespace)
 
 
