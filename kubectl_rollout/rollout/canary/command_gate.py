@@ -46,13 +46,23 @@ def gate_environment(
 
 
 def _die_with_parent() -> Callable[[], None] | None:
+    """What the gate's child runs before its command: die with the driver's process.
+
+    The death signal only covers a parent that dies after it is set: a driver SIGKILLed between the fork and
+    the ``prctl`` (a loaded machine makes that window tens of milliseconds) left the command running, and the
+    next driver ran the gate a second time beside it. So the child checks, once the signal is set, that its
+    parent is still the process that forked it, and ends at once if not.
+    """
     if not sys.platform.startswith("linux"):
         return None
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     prctl = libc.prctl
+    driver = os.getpid()
 
     def set_death_signal() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != driver:
+            os._exit(1)  # the driver died before the signal was set: nobody waits for this gate
 
     return set_death_signal
 
