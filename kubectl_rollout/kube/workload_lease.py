@@ -183,14 +183,9 @@ class WorkloadLease:
 
     def _take(self) -> None:
         """One try: create the Lease, or judge the one there and overwrite it; _Vanished when it went meanwhile."""
-        api = self.cluster.coordination
-        try:
-            created = call_with_retry(api.create_namespaced_lease, self.namespace, self._body())
-            self._renewed, self._version = time.monotonic(), created.metadata.resource_version
+        if self.take_if_free():
             return
-        except ApiException as err:
-            if err.status != 409:
-                raise
+        api = self.cluster.coordination
         try:
             current = call_with_retry(api.read_namespaced_lease, self.name, self.namespace)
         except ApiException as err:
