@@ -47,6 +47,14 @@ class AskedAgain(Follower):
         if obj.status is not None and obj.status.expected_pods is not None:
             self.expected[obj.metadata.name] = obj.status.expected_pods
 
+    def start(self) -> AskedAgain:
+        self._follow()
+        return self
+
+    def stop(self) -> AskedAgain:
+        self._end()
+        return self
+
 
 @pytest.fixture
 def pdbs(cluster: Cluster, namespace: str) -> Iterator[PdbWatch]:
@@ -63,8 +71,7 @@ def test_a_pdb_still_expecting_the_old_count_is_asked_again_until_it_counts_the_
     for app, replicas in (("web", 3), ("api", 2)):
         deploy(cluster, namespace, app, replicas)
         add_pdb(cluster, namespace, app, app=app, expected=replicas, max_unavailable=1)
-    asked = AskedAgain(cluster, namespace)
-    asked._follow()
+    asked = AskedAgain(cluster, namespace).start()
     follower = RecountFollower(cluster, pdbs, first_wait=0.2)
     try:
         # api already counts 2: nothing to ask. web still counts 3 where the lowering to 2 was told.
@@ -79,7 +86,7 @@ def test_a_pdb_still_expecting_the_old_count_is_asked_again_until_it_counts_the_
         times = follower.asked_again
     finally:
         follower.stop()
-    asked._end()
+    asked.stop()
     assert asked.expected == {"web": 2, "api": 2}
     assert asked.stamps["api"] == []
     assert len(asked.stamps["web"]) == times >= 1, (asked.stamps, times)
@@ -90,8 +97,7 @@ def test_a_pdb_that_never_counts_the_lowering_is_asked_three_times_further_apart
 ) -> None:
     deploy(cluster, namespace, "web", 3)
     add_pdb(cluster, namespace, "web", app="web", expected=3, max_unavailable=1)
-    asked = AskedAgain(cluster, namespace)
-    asked._follow()
+    asked = AskedAgain(cluster, namespace).start()
     follower = RecountFollower(cluster, pdbs, first_wait=0.1)
     try:
         follower.expect((namespace, "web"), at_most=1, workload="Deployment/web")
@@ -99,7 +105,7 @@ def test_a_pdb_that_never_counts_the_lowering_is_asked_three_times_further_apart
         assert not follower.following()
     finally:
         follower.stop()
-    asked._end()
+    asked.stop()
     assert len(asked.stamps["web"]) == 3, asked.stamps
     # the restore's clear takes the request off with the note
     clear_count(cluster, [(namespace, "web")])

@@ -60,6 +60,16 @@ class Recorder:
             assert self.changed.wait_for(lambda: any(isinstance(e, kind) for e in self.events), timeout), kind
 
 
+def record_undriven(cluster: Cluster, *, replicas: int) -> None:
+    """Managed workload web recorded and not driven (``apply --no-wait``)."""
+    recorded = run_rollout_action(
+        cluster,
+        RolloutAction(kind=ActionKind.APPLY, manifest=workload(replicas), drive=DriveOptions(wait=False)),
+        JobContext(emit=Recorder()),
+    )
+    assert recorded.succeeded
+
+
 def test_the_jsonl_stream_folds_into_what_the_cluster_holds(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -152,12 +162,7 @@ def test_a_job_resumed_under_its_runners_lease_identity_takes_the_lease_back_at_
 
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:
-        recorded = run_rollout_action(
-            cluster,
-            RolloutAction(kind=ActionKind.APPLY, manifest=workload(2), drive=DriveOptions(wait=False)),
-            JobContext(emit=Recorder()),
-        )
-        assert recorded.succeeded
+        record_undriven(cluster, replicas=2)
         # The "killed" agent's driver: it took the Lease and never released it.
         dead = WorkloadLease(
             cluster, namespace, "web", "agent-of-this-user", lease_name=record_name("web"), subject="s", advice="a"
@@ -233,12 +238,7 @@ def test_a_change_refused_after_the_driver_took_the_free_lease_gives_it_back_and
     template does not have) gives it back: the record and the Lease are as they were."""
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:
-        created = run_rollout_action(
-            cluster,
-            RolloutAction(kind=ActionKind.APPLY, manifest=workload(2), drive=DriveOptions(wait=False)),
-            JobContext(emit=Recorder()),
-        )
-        assert created.succeeded
+        record_undriven(cluster, replicas=2)
         record = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
         leases = LeaseHistory(cluster, namespace, driver_lease_name("web")).start()
         change = RolloutAction(
