@@ -96,6 +96,7 @@ def run_job(spec: JobSpec, context: JobContext, *, cluster: Cluster | None = Non
             cluster.ride_out_outages(None)
             if own:
                 cluster.close()
+                _POOLS.keep_warm(cluster.api_client)  # the next job's first requests find open connections
     except UserFacingError as err:
         result = JobResult(state=JobState.FAILED, exit_code=err.exit_code, error=err.message)
     except ApiException as err:

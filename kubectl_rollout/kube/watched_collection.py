@@ -19,6 +19,7 @@ pages its lists too) and never builds a model.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -59,7 +60,11 @@ def stop_watch(stream: watch.Watch) -> None:
     quiet watch would hold its thread until the server's timeout.
     """
     stream.stop()
-    response = getattr(stream, "_resp", None)
+    shut_down(getattr(stream, "_resp", None))
+
+
+def shut_down(response: Any) -> None:
+    """Shut the socket of a streaming response down, so that the thread reading it gets its end at once."""
     sock = getattr(getattr(response, "connection", None), "sock", None)
     if sock is not None:
         with contextlib.suppress(OSError):
@@ -111,6 +116,16 @@ class WatchedCollection:
         self._stopping = threading.Event()
         self._synced = threading.Event()
         self._watch: watch.Watch | None = None
+        #: the watch's streaming response, once its request has returned (``_open_stream``)
+        self._stream_response: Any = None
+        self._stream_lock = threading.Lock()
+
+        # The client reads the list function's docstring for what to build of each event: the wrapper keeps it.
+        @functools.wraps(list_func)
+        def open_stream(*args: Any, **kwargs: Any) -> Any:
+            return self._opened_stream(*args, **kwargs)
+
+        self._open_stream = open_stream
         self._thread = threading.Thread(target=self._run, name=f"watch {description}", daemon=True)
         #: the last error that interrupted the watch, for diagnostics
         self.last_error: BaseException | None = None
@@ -134,6 +149,11 @@ class WatchedCollection:
         current = self._watch
         if current is not None:
             stop_watch(current)
+        # A stop that came while the watch's request was on its way (the client has no response to shut yet):
+        # either this sees the response, or the request's return sees the stop (``_opened_stream``).
+        with self._stream_lock:
+            response = self._stream_response
+        shut_down(response)
         with self._changed:
             self._changed.notify_all()
 
@@ -207,6 +227,17 @@ class WatchedCollection:
             version = str((page.get("metadata") or {}).get("resourceVersion"))
         return objects, version
 
+    def _opened_stream(self, *args: Any, **kwargs: Any) -> Any:
+        """The watch request (``list_func`` with watch=True), its response kept for ``stop``: a collection
+        stopped before the response came would otherwise stream until the server's timeout."""
+        response = self._list_func(*args, **kwargs)
+        with self._stream_lock:
+            self._stream_response = response
+            stopping = self._stopping.is_set()
+        if stopping:
+            shut_down(response)
+        return response
+
     def _run(self) -> None:
         resource_version: str | None = None
         failures = 0
@@ -217,7 +248,7 @@ class WatchedCollection:
                 transform = self._transform
                 self._watch = watch.Watch() if transform is None else _JsonWatch()
                 for event in self._watch.stream(
-                    self._list_func,
+                    self._open_stream,
                     resource_version=resource_version,
                     timeout_seconds=self._watch_seconds,
                     allow_watch_bookmarks=True,

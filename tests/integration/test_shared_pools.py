@@ -1,19 +1,23 @@
 """Connections one agent job leaves open for the next, against the real API server: reused only by the same TLS
-identity, so that a client certificate rewritten in place is the one the next job authenticates with."""
+identity, so that a client certificate rewritten in place is the one the next job authenticates with; and open
+when the next job starts, so that its first requests pay no handshake."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
 from kubectl_rollout.kube.shared_pools import SharedPools
+from kubectl_rollout.kube.watched_collection import WatchedCollection
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -86,3 +90,84 @@ def test_a_client_certificate_rewritten_in_place_is_used_by_the_next_connection_
     assert third.api_client.rest_client.pool_manager is not first.api_client.rest_client.pool_manager
     third.close()
     assert len(pools) == 2
+
+
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each TCP+TLS connection to the API server was opened (by any client of this process)."""
+    opened: list[float] = []
+    original = urllib3.connection.HTTPSConnection.connect
+
+    def counted(self: urllib3.connection.HTTPSConnection) -> None:
+        opened.append(time.monotonic())
+        original(self)
+
+    monkeypatch.setattr(urllib3.connection.HTTPSConnection, "connect", counted)
+    return opened
+
+
+def run_watches(cluster: Cluster, count: int) -> list[WatchedCollection]:
+    """``count`` watches at once, each holding a connection of its own while it streams."""
+    return [
+        WatchedCollection(
+            cluster.core.list_namespaced_config_map, description=f"pool-test {n}", namespace="default"
+        ).start()
+        for n in range(count)
+    ]
+
+
+def stop_watches(watches: list[WatchedCollection]) -> None:
+    """Stop them and wait for their threads, which put their (closed) connections back into the pool."""
+    for collection in watches:
+        collection.stop()
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("watch pool-test") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a watch thread did not end"
+        time.sleep(0.01)
+
+
+def test_the_next_job_takes_an_open_connection_before_a_closed_watch_one(
+    kubeconfig: Path, connects: list[float]
+) -> None:
+    pools = SharedPools()
+    settings = ConnectionSettings(kubeconfig=str(kubeconfig))
+    first = connect(settings, pools=pools)
+    watches = run_watches(first, 3)
+    first.core.list_namespace(limit=1)  # on a connection of its own beside them, put back open
+    stop_watches(watches)  # their streams close their connections as they end, and put them back after it
+    first.close()
+
+    opened = len(connects)
+    second = connect(settings, pools=pools)
+    second.core.list_namespace(limit=1)  # and its first contact before it
+    assert len(connects) == opened, "the next job's first request opened a connection while an open one waited"
+    second.close()
+
+
+def test_a_pool_kept_warm_after_a_job_serves_the_next_jobs_watches_without_a_handshake(
+    kubeconfig: Path, connects: list[float]
+) -> None:
+    pools = SharedPools()
+    settings = ConnectionSettings(kubeconfig=str(kubeconfig))
+    first = connect(settings, pools=pools)
+    watches = run_watches(first, 3)
+    first.core.list_namespace(limit=1)
+    stop_watches(watches)
+    warming = pools.keep_warm(first.api_client, connections=4)
+    assert warming is not None
+    warming.join(timeout=10)
+    first.close()
+
+    opened = len(connects)
+    second = connect(settings, pools=pools)
+    watches = run_watches(second, 3)  # three connections held at once
+    second.core.list_namespace(limit=1)  # a fourth beside them
+    stop_watches(watches)
+    assert len(connects) == opened, f"{len(connects) - opened} connection(s) opened after the pool was kept warm"
+    second.close()
+
+
+def test_a_pool_no_client_shares_is_not_kept_warm(kubeconfig: Path) -> None:
+    own = connect(ConnectionSettings(kubeconfig=str(kubeconfig)))  # the CLI's client: a pool of its own
+    assert SharedPools().keep_warm(own.api_client) is None
+    own.close()

@@ -9,6 +9,7 @@ then proves changes still arrive.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -150,3 +151,24 @@ def test_a_transformed_collection_lists_again_when_its_watch_expires(cluster: Cl
         assert sorted(collection.snapshot()) == ["first", "second"]
     finally:
         collection.stop()
+
+
+def test_a_collection_stopped_right_after_its_first_list_ends_at_once(cluster: Cluster, namespace: str) -> None:
+    """Stopped between its list and its watch's response (a job that ends as it starts): the thread used to
+    stream on until the server's timeout (240 s), holding a connection and calling back a stopped owner."""
+    woken: list[str] = []
+    for attempt in range(10):
+        collection = WatchedCollection(
+            cluster.core.list_namespaced_config_map,
+            namespace=namespace,
+            description=f"stopped-at-once {attempt}",
+            on_change=lambda: woken.append("change"),
+        ).start()  # returns once the first list is in: the watch's request is on its way
+        collection.stop()
+        deadline = time.monotonic() + 5
+        while any(thread.name == f"watch stopped-at-once {attempt}" for thread in threading.enumerate()):
+            assert time.monotonic() < deadline, f"attempt {attempt}: the watch went on after stop"
+            time.sleep(0.01)
+    woken.clear()  # (each first list wakes its owner once)
+    cluster.core.create_namespaced_config_map(namespace, _config_map("after-stop"))
+    assert woken == []
