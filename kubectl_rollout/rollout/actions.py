@@ -35,7 +35,7 @@ from kubectl_rollout.rollout.canary.job_template import check_job_templates
 from kubectl_rollout.rollout.driver import RolloutDriver, RolloutResult
 from kubectl_rollout.rollout.follow import drive, follow_or_drive
 from kubectl_rollout.rollout.permissions import rollout_permissions
-from kubectl_rollout.rollout.record import read
+from kubectl_rollout.rollout.record import Record, read
 from kubectl_rollout.rollout.spec import parse_workload
 
 __all__ = ["ActionKind", "DriveOptions", "RolloutAction", "run_rollout_action", "run_rollout_job"]
@@ -120,7 +120,10 @@ def _run(
         # A free Lease is the driver's before the change is written (one request, where checking who holds it
         # and taking it after the write were two); one already there is judged as before, after the write.
         lease_taken = driver is not None and driver.take_lease_if_free()
-        recorded = _change(cluster, action, namespace, emit, lease_taken=lease_taken)
+        # With the Lease free, no driver writes the record meanwhile: the one the driver just listed is current
+        # (and if not, the write conflicts and reads it afresh).
+        known = driver.listed_record() if driver is not None and lease_taken else None
+        recorded = _change(cluster, action, namespace, emit, lease_taken=lease_taken, known=known)
     except BaseException:
         if driver is not None:
             driver.stop()
@@ -139,9 +142,16 @@ def _run(
 
 
 def _change(
-    cluster: Cluster, action: RolloutAction, namespace: str, emit: Emit, *, lease_taken: bool = False
+    cluster: Cluster,
+    action: RolloutAction,
+    namespace: str,
+    emit: Emit,
+    *,
+    lease_taken: bool = False,
+    known: Record | None = None,
 ) -> operations.SpecChangeResult:
-    """Check and record the spec change ``action`` asks for (``lease_taken``: this job's driver holds the Lease)."""
+    """Check and record the spec change ``action`` asks for (``lease_taken``: this job's driver holds the Lease;
+    ``known``: the record as it was just listed, see ``operations.edit_spec``)."""
     kind, name = action.kind, action.name
     # A spec change is carried out by a driver; while a drain holds the driver's Lease to surge the workload,
     # none can run, so the change is refused before it is recorded (LeaseHeld in the drain's words).
@@ -155,11 +165,11 @@ def _change(
         check_manifest(cluster, action.manifest)  # blue-green: its Services exist and select its pods
         recorded = operations.apply_manifest(cluster, action.manifest, emit)
     elif kind is ActionKind.SET_IMAGE:
-        recorded = operations.set_image(cluster, namespace, name, action.images, emit)
+        recorded = operations.set_image(cluster, namespace, name, action.images, emit, known=known)
     elif kind is ActionKind.SCALE:
-        recorded = operations.scale(cluster, namespace, name, action.replicas, emit)
+        recorded = operations.scale(cluster, namespace, name, action.replicas, emit, known=known)
     elif kind is ActionKind.RESTART:
-        recorded = operations.restart(cluster, namespace, name, emit)
+        recorded = operations.restart(cluster, namespace, name, emit, known=known)
     elif kind is ActionKind.UNDO:
         recorded = operations.undo(cluster, namespace, name, action.to_revision, emit)
     else:

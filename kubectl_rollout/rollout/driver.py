@@ -245,6 +245,19 @@ class RolloutDriver:
         self._record_expected = True
         self._start_watches()
 
+    def listed_record(self, timeout: float = 1.0) -> Record | None:
+        """The record as the ``prefetch``'s list (or watch) has it; None when it is not listed within ``timeout`` or
+        there is none."""
+        records = self._records
+        if records is None:
+            return None
+        try:
+            records.wait_synced(timeout)
+        except TimeoutError:
+            return None
+        raw = records.get((self.namespace, record_name(self.name)))
+        return None if raw is None else from_config_map(raw)
+
     def stop(self) -> None:
         """Stop every watch, and give back a Lease taken for a ``run`` that never came (``run`` does both itself
         when it ends)."""

@@ -79,12 +79,22 @@ def retrying_conflicts(name: str, attempt: Callable[[], T]) -> T:
 
 
 def edit_spec(
-    cluster: Cluster, namespace: str, name: str, mutate: Callable[[dict[str, Any], Record], None]
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    mutate: Callable[[dict[str, Any], Record], None],
+    *,
+    known: Record | None = None,
 ) -> tuple[Record, Record]:
-    """Read the record, let ``mutate`` edit a copy of its manifest, store it: (the record read, the record stored)."""
+    """Read the record, let ``mutate`` edit a copy of its manifest, store it: (the record read, the record stored).
+
+    ``known``: the record as read a moment ago (the driver's list of it), edited instead of reading it again;
+    stored over its resourceVersion, so that a change made since conflicts, and the next attempt reads afresh.
+    """
+    first = [known] if known is not None else []
 
     def attempt() -> tuple[Record, Record]:
-        before = read(cluster, namespace, name)
+        before = first.pop() if first else read(cluster, namespace, name)
         manifest = copy.deepcopy(before.manifest)
         mutate(manifest, before)
         spec = parse_workload(manifest, default_namespace=before.namespace)
@@ -136,7 +146,13 @@ def apply_manifest(cluster: Cluster, manifest: Mapping[str, Any], emit: Emit) ->
 
 
 def set_image(
-    cluster: Cluster, namespace: str, name: str, images: Sequence[ev.ContainerImage], emit: Emit
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    images: Sequence[ev.ContainerImage],
+    emit: Emit,
+    *,
+    known: Record | None = None,
 ) -> SpecChangeResult:
     """Set the image of containers (``*``: every container) of the pod template."""
     wanted = {i.container: i.image for i in images}
@@ -154,11 +170,13 @@ def set_image(
             if image:
                 container["image"] = image
 
-    before, after = edit_spec(cluster, namespace, name, mutate)
+    before, after = edit_spec(cluster, namespace, name, mutate, known=known)
     return _recorded(emit, before, after, ev.SpecChange.IMAGE, images=tuple(images))
 
 
-def scale(cluster: Cluster, namespace: str, name: str, replicas: int, emit: Emit) -> SpecChangeResult:
+def scale(
+    cluster: Cluster, namespace: str, name: str, replicas: int, emit: Emit, *, known: Record | None = None
+) -> SpecChangeResult:
     """Set the number of replicas (mid-rollout, the driver scales proportionally, like the controller)."""
     if not 0 <= replicas <= INT32_MAX:
         # The API server takes an int32 here; a larger count written to a ReplicaSet would wrap around.
@@ -167,12 +185,18 @@ def scale(cluster: Cluster, namespace: str, name: str, replicas: int, emit: Emit
     def mutate(manifest: dict[str, Any], _record: Record) -> None:
         manifest["spec"]["replicas"] = replicas
 
-    before, after = edit_spec(cluster, namespace, name, mutate)
+    before, after = edit_spec(cluster, namespace, name, mutate, known=known)
     return _recorded(emit, before, after, ev.SpecChange.SCALE, replicas=replicas)
 
 
 def restart(
-    cluster: Cluster, namespace: str, name: str, emit: Emit, *, now: datetime | None = None
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    emit: Emit,
+    *,
+    now: datetime | None = None,
+    known: Record | None = None,
 ) -> SpecChangeResult:
     """A new template with a new restartedAt annotation, as kubectl rollout restart does."""
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -181,7 +205,7 @@ def restart(
         template = manifest["spec"]["template"].setdefault("metadata", {})
         template.setdefault("annotations", {})[RESTARTED_AT] = stamp
 
-    before, after = edit_spec(cluster, namespace, name, mutate)
+    before, after = edit_spec(cluster, namespace, name, mutate, known=known)
     return _recorded(emit, before, after, ev.SpecChange.RESTART, restarted_at=stamp)
 
 

@@ -27,8 +27,9 @@ from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, con
 from kubectl_rollout.kube.errors import UsageError
 from kubectl_rollout.kube.holder_identity import holder_verdict, parse
 from kubectl_rollout.kube.record_names import driver_lease_name
+from kubectl_rollout.rollout import operations
 from kubectl_rollout.rollout.actions import ActionKind, DriveOptions, RolloutAction, run_rollout_action
-from kubectl_rollout.rollout.record import WorkloadNotFound
+from kubectl_rollout.rollout.record import WorkloadNotFound, read
 
 
 def workload(replicas: int, ready_after: str = "1s") -> dict[str, Any]:
@@ -197,8 +198,6 @@ def test_a_cancel_right_after_the_pause_switch_writes_the_pause_still_says_the_w
 ) -> None:
     """The cancel lands in the window between the driver's own pause write and its watch bringing that write
     back (a loaded agent met it): the workload is paused all the same, and the result must say so."""
-    from kubectl_rollout.rollout.record import read
-
     cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
     try:
         created = run_rollout_action(
@@ -257,6 +256,27 @@ def test_a_change_refused_after_the_driver_took_the_free_lease_gives_it_back_and
         assert gone.value.status == 404
         after = cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
         assert after.metadata.resource_version == record.metadata.resource_version
+    finally:
+        cluster.close()
+
+
+def test_a_change_written_over_a_record_listed_before_another_writer_lands_on_the_current_record(
+    namespace: str, kubeconfig: Path
+) -> None:
+    """A job whose Lease was free edits the record its driver just listed instead of reading it again; when
+    someone wrote the record in between, the write conflicts and the change is made again on what is stored."""
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        record_undriven(cluster, replicas=2)
+        listed = read(cluster, namespace, "web")  # as the driver's list has it
+        scaled = operations.scale(cluster, namespace, "web", 3, Recorder())  # another writer, after the list
+        image = ev.ContainerImage(container="app", image="registry.example/app:v2")
+        changed = operations.set_image(cluster, namespace, "web", (image,), Recorder(), known=listed)
+        stored = read(cluster, namespace, "web")
+        assert stored.spec.replicas == 3, "the other writer's change was lost"
+        assert stored.manifest["spec"]["template"]["spec"]["containers"][0]["image"] == image.image
+        assert changed.change.previous_generation == scaled.record.generation
+        assert stored.generation == scaled.record.generation + 1
     finally:
         cluster.close()
 
