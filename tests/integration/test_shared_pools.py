@@ -118,12 +118,22 @@ def run_watches(cluster: Cluster, count: int) -> list[WatchedCollection]:
 
 def stop_watches(watches: list[WatchedCollection]) -> None:
     """Stop them and wait for their threads, which put their (closed) connections back into the pool."""
+    threads = [t for t in threading.enumerate() if t.name.startswith("watch pool-test")]
     for collection in watches:
         collection.stop()
-    deadline = time.monotonic() + 10
-    while any(t.name.startswith("watch pool-test") for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "a watch thread did not end"
-        time.sleep(0.01)
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive(), f"{thread.name} did not end"
+
+
+def run_a_job(pools: SharedPools, settings: ConnectionSettings) -> Cluster:
+    """What a rollout job does to its pool: three watches, and a request on a connection of its own beside them
+    (put back open); the watches' streams close their connections as they end and put them back after it."""
+    cluster = connect(settings, pools=pools)
+    watches = run_watches(cluster, 3)
+    cluster.core.list_namespace(limit=1)
+    stop_watches(watches)
+    return cluster
 
 
 def test_the_next_job_takes_an_open_connection_before_a_closed_watch_one(
@@ -131,10 +141,7 @@ def test_the_next_job_takes_an_open_connection_before_a_closed_watch_one(
 ) -> None:
     pools = SharedPools()
     settings = ConnectionSettings(kubeconfig=str(kubeconfig))
-    first = connect(settings, pools=pools)
-    watches = run_watches(first, 3)
-    first.core.list_namespace(limit=1)  # on a connection of its own beside them, put back open
-    stop_watches(watches)  # their streams close their connections as they end, and put them back after it
+    first = run_a_job(pools, settings)
     first.close()
 
     opened = len(connects)
@@ -149,10 +156,7 @@ def test_a_pool_kept_warm_after_a_job_serves_the_next_jobs_watches_without_a_han
 ) -> None:
     pools = SharedPools()
     settings = ConnectionSettings(kubeconfig=str(kubeconfig))
-    first = connect(settings, pools=pools)
-    watches = run_watches(first, 3)
-    first.core.list_namespace(limit=1)
-    stop_watches(watches)
+    first = run_a_job(pools, settings)
     warming = pools.keep_warm(first.api_client, connections=4)
     assert warming is not None
     warming.join(timeout=10)
