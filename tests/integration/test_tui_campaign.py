@@ -53,11 +53,11 @@ def _held_pool(cluster: Cluster, namespace: str, dedicated_nodes: Any) -> list[s
     return nodes
 
 
-def _submit(kubeconfig: Path, namespace: str, nodes: list[str]) -> str:
+def _submit(kubeconfig: Path, namespace: str, nodes: list[str], *, soak: float = 0.0) -> str:
     spec = JobSpec(
         kind=JobKind.CAMPAIGN,
         connection=Connection(kubeconfig=(str(kubeconfig),), namespace=namespace),
-        campaign=CampaignJob(nodes=tuple(nodes), budget="1", per_zone=True, order=NodeOrder.GIVEN),
+        campaign=CampaignJob(nodes=tuple(nodes), budget="1", per_zone=True, order=NodeOrder.GIVEN, soak=soak),
     )
     with connect(name="test") as agent:
         return agent.submit(spec).id
@@ -304,7 +304,10 @@ async def test_s_confirmed_drains_the_blocked_node_through_a_surge_and_readonly_
     first, second, third = _held_pool(cluster, namespace, dedicated_nodes)
     healthy = HealthyPods(cluster, namespace).start()
     try:
-        job_id = _submit(kubeconfig, namespace, [first, second, third])
+        # solo's surged pod lands on a later wave's node, which its PDB then holds: s is rightly offered again
+        # there. A surge and the next wave's start took under a second, quicker than a loaded screen's refresh,
+        # so the moment s is not offered went unseen; the soak keeps each wave's end on screen for a while.
+        job_id = _submit(kubeconfig, namespace, [first, second, third], soak=5.0)
         readonly = RolloutPlusApp(agent_connect(), open_job=job_id, readonly=True)
         async with readonly.run_test(size=SIZE) as pilot:
             screen = await _campaign_screen(pilot, readonly)
