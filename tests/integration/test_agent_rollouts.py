@@ -558,7 +558,10 @@ def test_a_rollout_killed_before_its_spec_changed_is_journaled_is_changed_once_o
     # The change was made once: generation 2, one new ReplicaSet, the old one scaled to nothing.
     assert _record_generation(cluster, namespace) == 2
     created = [e.event.revision for e in seen if isinstance(e.event, ev.ReplicaSetCreated)]
-    assert created == [2], [(e.seq, e.type) for e in seen]
+    # Reported at most once. A kill that falls between the new ReplicaSet's create and its event (a rehearsal
+    # met it) leaves it to the resumed run, which finds it made and only scales it; the cluster shows it was
+    # made once either way.
+    assert created in ([], [2]), [(e.seq, e.type) for e in seen]
     assert _replica_sets(cluster, namespace) == [(1, 0, manifests.IMAGE), (2, 4, V2)]
     assert census.breaches(most=5, fewest=4) == []
     assert _integrity(agent_dir, job.id) == "succeeded"
