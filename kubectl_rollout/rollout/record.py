@@ -109,12 +109,16 @@ def read(cluster: Cluster, namespace: str, name: str) -> Record:
         config_map = call_with_retry(cluster.core.read_namespaced_config_map, record_name(name), namespace)
     except ApiException as err:
         if err.status == 404:
-            raise WorkloadNotFound(
-                f'managed workload "{name}" not found in namespace "{namespace}" (no ConfigMap {record_name(name)}); '
-                "create it with kubectl rollout-plus apply -f, or adopt a Deployment with adopt deployment/NAME"
-            ) from err
+            raise _not_found(namespace, name) from err
         raise
     return from_config_map(config_map)
+
+
+def _not_found(namespace: str, name: str) -> WorkloadNotFound:
+    return WorkloadNotFound(
+        f'managed workload "{name}" not found in namespace "{namespace}" (no ConfigMap {record_name(name)}); '
+        "create it with kubectl rollout-plus apply -f, or adopt a Deployment with adopt deployment/NAME"
+    )
 
 
 def exists(cluster: Cluster, namespace: str, name: str) -> bool:
@@ -184,7 +188,14 @@ def save_spec(cluster: Cluster, manifest: dict[str, Any], spec: WorkloadSpec, pr
         kept = (previous.config_map.data or {}).get(key)
         if kept is not None:
             body["data"][key] = kept
-    replaced = call_with_retry(cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body)
+    try:
+        replaced = call_with_retry(
+            cluster.core.replace_namespaced_config_map, record_name(spec.name), spec.namespace, body
+        )
+    except ApiException as err:
+        if err.status == 404:  # deleted since it was read
+            raise _not_found(spec.namespace, spec.name) from err
+        raise
     return from_config_map(replaced)
 
 

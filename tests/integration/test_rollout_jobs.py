@@ -281,6 +281,28 @@ def test_a_change_written_over_a_record_listed_before_another_writer_lands_on_th
         cluster.close()
 
 
+def test_a_change_written_over_a_record_deleted_since_it_was_listed_says_the_workload_is_gone(
+    namespace: str, kubeconfig: Path
+) -> None:
+    """The record is deleted between the driver's list and the change's write: the change says the workload was
+    not found, as a change to a missing workload does, and creates nothing (no record comes back)."""
+    cluster = connect(ConnectionSettings(kubeconfig=str(kubeconfig), namespace=namespace))
+    try:
+        record_undriven(cluster, replicas=2)
+        listed = read(cluster, namespace, "web")  # as the driver's list has it
+        cluster.core.delete_namespaced_config_map("rollout-plus.web", namespace)  # deleted after the list
+        image = ev.ContainerImage(container="app", image="registry.example/app:v2")
+        recorder = Recorder()
+        with pytest.raises(WorkloadNotFound, match='managed workload "web" not found in namespace'):
+            operations.set_image(cluster, namespace, "web", (image,), recorder, known=listed)
+        assert recorder.events == []
+        with pytest.raises(client.ApiException) as gone:
+            cluster.core.read_namespaced_config_map("rollout-plus.web", namespace)
+        assert gone.value.status == 404
+    finally:
+        cluster.close()
+
+
 @pytest.mark.timeout(240)
 def test_a_foreground_driver_killed_mid_rollout_is_taken_over_before_its_lease_lapses(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
