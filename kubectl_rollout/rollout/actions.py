@@ -138,7 +138,8 @@ def _run(
             message=f"generation {record.generation} recorded; not driven",
             paused=record.spec.paused,
         )
-    return _finished(record.name, record.namespace, driver.run(after_generation=record.generation))
+    written = (recorded.written_over, record) if recorded.written_over is not None else None
+    return _finished(record.name, record.namespace, driver.run(after_generation=record.generation, written=written))
 
 
 def _change(

@@ -224,6 +224,11 @@ class RolloutDriver:
                 namespace=self.namespace,
                 field_selector=f"metadata.name={record_name(self.name)}",
             )
+            self._watches.append(self._records)
+        # The record's list goes first: the spec change waits for it, and so do the pods', which need its selector
+        # (its first list, or its watch for a record still to be written, starts them: _record_changed).
+        self._records.start(wait_synced=None)
+        with self._watches_lock:
             self._replica_sets = self._watch(
                 self.cluster.apps.list_namespaced_replica_set,
                 "ReplicaSets",
@@ -231,9 +236,7 @@ class RolloutDriver:
             )
             if self.respect_pdbs:
                 self._pdbs = self._watch(self.cluster.policy.list_namespaced_pod_disruption_budget, "PDBs")
-            self._watches += [c for c in (self._records, self._replica_sets, self._pdbs) if c is not None]
-        # Its first list (or its watch, for a record still to be written) starts the pods' (_record_changed).
-        self._records.start(wait_synced=None)
+            self._watches += [c for c in (self._replica_sets, self._pdbs) if c is not None]
 
     def prefetch(self) -> None:
         """Start listing and watching now, while the caller writes the spec change this driver is to carry out.
@@ -292,10 +295,16 @@ class RolloutDriver:
         self._early_lease = lease
         return True
 
-    def run(self, *, after_generation: int = 0) -> RolloutResult:
+    def run(self, *, after_generation: int = 0, written: tuple[str, Record] | None = None) -> RolloutResult:
         """Drive the rollout to its end. ``after_generation``: the generation of the spec change just written for
-        this driver; no pass acts on an older record (one a ``prefetch`` listed before the change)."""
+        this driver; no pass acts on an older record (one a ``prefetch`` listed before the change).
+
+        ``written``: that change as (the resourceVersion it was written over, the record as stored). The first
+        pass acts on it at once, as on our own status writes, instead of waiting for the watch to bring it back.
+        """
         self._awaited_generation = max(self._awaited_generation, after_generation)
+        if written is not None:
+            self._written[written[0]] = written[1]
         early, self._early_lease = self._early_lease, None
         lease = early or self._new_lease()
 

@@ -58,6 +58,8 @@ class SpecChangeResult:
     record: Record
     #: what was recorded, as emitted
     change: ev.SpecChanged
+    #: the resourceVersion of the record this change was written over (None: created, or nothing written)
+    written_over: str | None = None
 
 
 def _is_conflict(err: BaseException) -> bool:
@@ -114,7 +116,8 @@ def _recorded(emit: Emit, before: Record | None, after: Record, change: ev.SpecC
         **data,
     )
     emit(event)
-    return SpecChangeResult(record=after, change=event)
+    written_over = before.resource_version if before is not None and after is not before else None
+    return SpecChangeResult(record=after, change=event, written_over=written_over)
 
 
 # --- changes ---------------------------------------------------------------------------
