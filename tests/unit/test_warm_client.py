@@ -230,3 +230,24 @@ def test_the_client_ends_as_its_child_did(code: int | None, killed_by: int | Non
     status = _wait_status(code, killed_by)
     script = f"from kubectl_rollout.cli.warm.client import _end_as; _end_as({status})"
     assert subprocess.run([sys.executable, "-c", script], timeout=60).returncode == returncode
+
+
+def test_the_client_ends_without_teardown_yet_flushes_what_it_wrote() -> None:
+    """The client skips the interpreter's teardown at the end, but a line it buffered still reaches the pipe."""
+    status = _wait_status(4, None)
+    script = f"from kubectl_rollout.cli.warm.client import _end_as; print('fell back', end=''); _end_as({status})"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (4, "fell back")
+
+
+def test_the_client_whose_output_cannot_be_flushed_ends_as_python_does() -> None:
+    """A full device on stdout: Python's own exit, its 120 and its wording, not a silent success."""
+    status = _wait_status(0, None)
+    script = (
+        "import sys; from kubectl_rollout.cli.warm.client import _end_as\n"
+        "sys.stdout = open('/dev/full', 'w'); print('lost', end='')\n"
+        f"_end_as({status})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 120, done.stderr
+    assert "Exception ignored" in done.stderr
