@@ -63,6 +63,7 @@ class Seen:
     pod_gone: dict[str, float] = field(default_factory=dict)
     pod_hash: dict[str, str] = field(default_factory=dict)
     rs_scaled: list[tuple[float, str, int]] = field(default_factory=list)  # (when, hash, spec.replicas)
+    rs_status: list[tuple[float, str, str]] = field(default_factory=list)  # (when, hash, "replicas/ready/available")
     old_hashes: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -138,6 +139,9 @@ def watch_namespace(api: client.ApiClient, ns: str, seen: Seen) -> list[RawWatch
         template_hash = (rs["metadata"].get("labels") or {}).get("pod-template-hash", "")
         with seen.lock:
             seen.rs_scaled.append((when, template_hash, int((rs.get("spec") or {}).get("replicas") or 0)))
+            status = rs.get("status") or {}
+            counts = "/".join(str(status.get(k, 0)) for k in ("replicas", "readyReplicas", "availableReplicas"))
+            seen.rs_status.append((when, template_hash, counts))
 
     replica_sets = RawWatch(api, f"/apis/apps/v1/namespaces/{ns}/replicasets", on_rs)
     seen.old_hashes = {(rs["metadata"].get("labels") or {}).get("pod-template-hash", "") for rs in replica_sets.items}
@@ -306,6 +310,37 @@ def requests_listing(way: str, started: float, entries: list[dict[str, Any]]) ->
         print(f"    {received:7.3f} {completed:7.3f} {e['verb']:7s} {what:24s} {ref.get('name', ''):28s} {code}")
 
 
+def steps_listing(way: str, started: float, seen: Seen, entries: list[dict[str, Any]]) -> None:
+    """The rhythm of the rollout: each ReplicaSet size and status (replicas/ready/available) the watch saw change,
+    old or new, and when the ReplicaSet controller's status writes were received, in time order."""
+    rows: list[tuple[float, str]] = []
+    with seen.lock:
+        sizes: dict[str, int] = {}
+        for when, template_hash, replicas in seen.rs_scaled:
+            if sizes.get(template_hash) != replicas:
+                rows.append((when - started, f"spec    {_side(seen, template_hash)} -> {replicas}"))
+            sizes[template_hash] = replicas
+        statuses: dict[str, str] = {}
+        for when, template_hash, counts in seen.rs_status:
+            if statuses.get(template_hash) != counts:
+                rows.append((when - started, f"status  {_side(seen, template_hash)} {counts}"))
+            statuses[template_hash] = counts
+    writes = [
+        audit_time(e["requestReceivedTimestamp"]) - started
+        for e in entries
+        if e.get("user", {}).get("username") == RS_CONTROLLER
+        and (e.get("objectRef") or {}).get("subresource") == "status"
+    ]
+    rows += [(when, "  (RS controller status write received)") for when in writes]
+    print(f"  -- {way}: steps ({len(writes)} RS status writes)")
+    for when, what in sorted(rows):
+        print(f"    {when:7.3f} {what}")
+
+
+def _side(seen: Seen, template_hash: str) -> str:
+    return "old" if template_hash in seen.old_hashes else "new"
+
+
 def run_once(
     api: client.ApiClient,
     cluster: Any,
@@ -316,6 +351,7 @@ def run_once(
     way: str,
     agent_env: dict[str, str],
     listing: bool,
+    steps: bool,
 ) -> dict[str, float]:
     bench.namespace(cluster, ns)
     if way == "kubectl":
@@ -349,6 +385,8 @@ def run_once(
     if listing:
         print(f"  -- {way} {ns}: requests (received, completed, verb, resource, name, code)")
         requests_listing(way, started, entries)
+    if steps:
+        steps_listing(way, started, seen, entries)
     cluster.core.delete_namespace(ns)
     found = stages(way, started, ended, seen, entries)
     if way == "warm":
@@ -388,6 +426,7 @@ def main() -> int:
     parser.add_argument("--kubeconfig", type=Path, help="a running cluster started with --audit")
     parser.add_argument("--audit-log", type=Path, help="its audit log (with --kubeconfig)")
     parser.add_argument("--requests", action="store_true", help="also list each run's driver requests")
+    parser.add_argument("--steps", action="store_true", help="also list each run's ReplicaSet sizes and status writes")
     args = parser.parse_args()
     if args.kubeconfig is not None and args.audit_log is None:
         parser.error("--kubeconfig needs --audit-log")
@@ -410,7 +449,9 @@ def main() -> int:
             order = WAYS if run % 2 == 0 else WAYS[::-1]
             for way in order:
                 ns = f"tl-{stamp}-{way}-{run}"
-                results[way].append(run_once(api, cluster, kubeconfig, audit, tmp, ns, way, agent_env, args.requests))
+                results[way].append(
+                    run_once(api, cluster, kubeconfig, audit, tmp, ns, way, agent_env, args.requests, args.steps)
+                )
                 print(f"  run {run + 1} {way:8s} exit at {results[way][-1]['exit']:6.2f} s", flush=True)
         with open("/proc/loadavg") as load:
             print(f"load average at the end: {load.read().split()[0]}")
