@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -56,7 +55,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "hack"))
 sys.path.insert(0, str(ROOT))
 
-from bench_support import audit_requests, pace_floor, replica_set_controller_requests, timed  # noqa: E402
+from bench_support import (  # noqa: E402
+    audit_requests,
+    pace_floor,
+    replica_set_controller_requests,
+    timed,
+    user_environment,
+)
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect  # noqa: E402
 from kubectl_rollout.kube.watched_collection import WatchedCollection  # noqa: E402
@@ -139,7 +144,7 @@ def wait_controller(cluster: Cluster, ns: str, name: str, replicas: int, timeout
 def managed(kubeconfig: Path, ns: str, document: dict[str, Any], tmp: Path) -> tuple[float, int]:
     path = tmp / f"{document['metadata']['name']}.json"
     path.write_text(json.dumps(document))
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env = user_environment(KUBECONFIG=str(kubeconfig))
     seconds, peak, _ = timed([str(PLUGIN), "apply", "-f", str(path), "-n", ns, "-o", "jsonl"], env)
     return seconds, peak
 
@@ -200,7 +205,7 @@ def user_change(
     else:
         managed(kubeconfig, ns, manifest("web", 100, "registry.example/web:v1"), tmp)
     time.sleep(2)
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env = user_environment(KUBECONFIG=str(kubeconfig))
     new = "app=registry.example/web:v2"
     if way == "kubectl":
         commands = [
@@ -230,7 +235,7 @@ def start_agent() -> dict[str, str]:
 
     directory = Path(tempfile.mkdtemp(prefix="rpb-", dir="/tmp"))  # a socket path has ~100 bytes
     agent_env = {"ROLLOUT_PLUS_AGENT_DIR": str(directory)}
-    subprocess.run([str(PLUGIN), "agent", "start"], env={**os.environ, **agent_env}, check=True)
+    subprocess.run([str(PLUGIN), "agent", "start"], env=user_environment(**agent_env), check=True)
     commands = directory / "run" / "commands.sock"
     deadline = time.monotonic() + 60
     while True:  # the server's child of the agent: answering its socket is the only sign it gives
@@ -263,7 +268,7 @@ def user_scenario(cluster: Cluster, kubeconfig: Path, audit: Path, tmp: Path, ro
                     flush=True,
                 )
     finally:
-        subprocess.run([str(PLUGIN), "agent", "stop"], env={**os.environ, **agent_env}, stdout=subprocess.DEVNULL)
+        subprocess.run([str(PLUGIN), "agent", "stop"], env=user_environment(**agent_env), stdout=subprocess.DEVNULL)
     kubectl_seconds = statistics.median(r.seconds for r in runs["kubectl"])
     print(f"\nmedians of {rounds} runs each, rotating which goes first; beside each, the median over its runs of")
     print("(time - the RS controller's floor in that run): what the way added to the cluster's own pace")
@@ -289,7 +294,7 @@ def resume_after_kill(cluster: Cluster, kubeconfig: Path, ns: str, tmp: Path) ->
     """Seconds from SIGKILL of a foreground driver mid-rollout to `status -w` taking its Lease, and to the end."""
     namespace(cluster, ns)
     managed(kubeconfig, ns, manifest("web", 10, "registry.example/web:v1"), tmp)
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env = user_environment(KUBECONFIG=str(kubeconfig))
     change = [str(PLUGIN), "set", "image", "web", "app=registry.example/web:v2", "-n", ns, "-o", "jsonl"]
     driver = subprocess.Popen(change, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if not jsonl_until(driver, "ReplicaSetCreated") or not jsonl_until(driver, "RolloutProgressed"):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import socket
 import sqlite3
 import statistics
@@ -44,7 +43,7 @@ sys.path.insert(0, str(ROOT / "hack"))
 sys.path.insert(0, str(ROOT))
 
 import bench_rollout as bench  # noqa: E402
-from bench_support import RS_CONTROLLER, audit_time, bench_cluster, pace_floor  # noqa: E402
+from bench_support import RS_CONTROLLER, audit_time, bench_cluster, pace_floor, user_environment  # noqa: E402
 from kubernetes import client, config  # noqa: E402
 from kubernetes.watch.watch import iter_resp_lines  # noqa: E402
 
@@ -360,7 +359,7 @@ def run_once(
     else:
         bench.managed(kubeconfig, ns, bench.manifest("web", 100, "registry.example/web:v1"), tmp)
     time.sleep(2)
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env = user_environment(KUBECONFIG=str(kubeconfig))
     new = "app=registry.example/web:v2"
     if way == "kubectl":
         commands = [
@@ -457,7 +456,9 @@ def main() -> int:
             print(f"load average at the end: {load.read().split()[0]}")
         print_table("medians [each run]", results)
     finally:
-        subprocess.run([str(bench.PLUGIN), "agent", "stop"], env={**os.environ, **agent_env}, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [str(bench.PLUGIN), "agent", "stop"], env=user_environment(**agent_env), stdout=subprocess.DEVNULL
+        )
         cluster.close()
         if started_cluster:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(TIMELINE_DIR)])
