@@ -20,7 +20,7 @@ from pathlib import Path
 import manifests
 import pytest
 import watching
-from cluster_setup import create_namespace, delete_pods
+from cluster_setup import create_namespace, delete_pods, delete_workloads
 from kubernetes import client
 
 from kubectl_rollout.kube.cluster_access import Cluster, ConnectionSettings, connect
@@ -116,7 +116,8 @@ def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int]
         return names
 
     yield make
-    # Pods first, while kwok still plays their kubelet, then the nodes.
+    # Pods first, once no controller makes them again, while kwok still plays their kubelet; then the nodes.
+    delete_workloads(cluster, namespace)
     delete_pods(cluster, namespace)
     for name in created:
         try:

@@ -209,7 +209,7 @@ def by_type(result: Any, kind: str) -> list[dict[str, Any]]:
     return [e for e in events(result) if e["type"] == kind]
 
 
-def agent_on_every_node(cluster: Cluster, namespace: str, nodes: int) -> None:
+def agent_on_every_node(cluster: Cluster, namespace: str, nodes: int, *, timeout: float = 60) -> None:
     """DaemonSet ``agent`` on the test's nodes, Ready on all ``nodes`` of them."""
     cluster.apps.create_namespaced_daemon_set(
         namespace, manifests.daemonset("agent", pod_spec=manifests.placement(namespace))
@@ -218,7 +218,7 @@ def agent_on_every_node(cluster: Cluster, namespace: str, nodes: int) -> None:
         cluster.apps.list_namespaced_daemon_set,
         lambda d: (d.status.number_ready or 0) == nodes,
         namespace=namespace,
-        timeout=60,
+        timeout=timeout,
         what=f"agent on {nodes} nodes",
     )
 
@@ -287,6 +287,8 @@ def rotate_pool(
     """Drain ``pool`` with a budget of 20 % one zone at a time, each node replaced by its after-hook, and check
     by watching that the budget, the zones and every PDB held throughout, and that every node was replaced."""
     zones = zoned_nodes(cluster, dedicated_nodes, pool.nodes)
+    # the DaemonSet first, as on a real node, and before the Deployments' pods queue up at the scheduler and kwok
+    agent_on_every_node(cluster, namespace, pool.nodes, timeout=240)
     ready = {manifests.READY_AFTER: "1s"}
     for name, (replicas, _spec) in pool.deployments.items():
         deploy(cluster, namespace, name, replicas, pool=namespace, annotations=ready, wait=False)
@@ -294,7 +296,6 @@ def rotate_pool(
     cluster.apps.create_namespaced_stateful_set(
         namespace, manifests.statefulset("db", replicas=3, pod_spec=manifests.placement(namespace))
     )
-    agent_on_every_node(cluster, namespace, pool.nodes)
     wanted = {name: replicas for name, (replicas, _) in pool.deployments.items()} | {"solo": 1}
     watching.until_collection(
         cluster.apps.list_namespaced_deployment,
