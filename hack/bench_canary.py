@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -59,7 +58,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from bench_rollout import CONTROLLER, KUBECTL, PLUGIN, managed, manifest, namespace, start_agent, wait_controller  # noqa: E402
-from bench_support import audit_requests, bench_cluster  # noqa: E402
+from bench_support import audit_requests, bench_cluster, user_environment  # noqa: E402
 from canary_figures import PodLife, SegmentFigures, figures, medians, segments, total  # noqa: E402
 from canary_figures import audit_requests as our_requests  # noqa: E402
 from invariants import RolloutInvariants  # noqa: E402
@@ -193,7 +192,7 @@ def canary_run(
         ScaleUps(cluster, ns).start(),
         StepStarts(cluster, ns).start(),
     )
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), **agent_env}
+    env = user_environment(KUBECONFIG=str(kubeconfig), **agent_env)
     command = [str(PLUGIN), "set", "image", "web", f"app={V2}", "-n", ns, "--agent"]
     began = time.time()
     result = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -226,7 +225,7 @@ def controller_run(cluster: Cluster, kubeconfig: Path, audit: Path, ns: str) -> 
     cluster.apps.create_namespaced_deployment(ns, manifest("web", REPLICAS, V1))
     wait_controller(cluster, ns, "web", REPLICAS)
     fenceposts = RolloutInvariants(cluster, ns).start()
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    env = user_environment(KUBECONFIG=str(kubeconfig))
     commands = [
         [str(KUBECTL), "set", "image", "deployment/web", f"app={V2}", "-n", ns],
         [str(KUBECTL), "rollout", "status", "deployment/web", "-n", ns, "--timeout", "10m"],
@@ -321,7 +320,7 @@ def main() -> int:
                     print(f"  run {run + 1} controller  {seconds:7.2f} s  {requests:5d} requests", flush=True)
         report(canary, controller)
     finally:
-        subprocess.run([str(PLUGIN), "agent", "stop"], env={**os.environ, **agent_env}, stdout=subprocess.DEVNULL)
+        subprocess.run([str(PLUGIN), "agent", "stop"], env=user_environment(**agent_env), stdout=subprocess.DEVNULL)
         cluster.close()
         if not args.keep:
             subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), "down", "--dir", str(BENCH_DIR)])
