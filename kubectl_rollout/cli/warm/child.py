@@ -41,6 +41,11 @@ _RESET = (
 )
 #: what Python itself ignores at start (and so would the in-process command)
 _PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)
+#: blocked by the server from just before its fork until the child is the caller's command (``run``): the client
+#: passes a Ctrl-C on the moment it learns the child's pid, and one delivered before ``_reset_signals`` would run
+#: the server's handler in the child (which stops "the server": it unlinked the server's socket) and be lost to
+#: the command. Blocked, it waits and reaches the command.
+FORK_BLOCKED = frozenset({*_RESET, signal.SIGWINCH})
 
 
 def become(request: dict[str, Any], fds: list[int]) -> None:
@@ -75,6 +80,8 @@ def run(entry: str) -> None:
 
     interrupted = False
     try:
+        # A signal that came since the fork is delivered here, as the command's (a Ctrl-C: KeyboardInterrupt).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
         (complete if entry == "complete" else main)()
         code = 0
     except SystemExit as stop:

@@ -252,6 +252,8 @@ class WarmServer:
                 send(sock, {"accepted": False, "reason": refusal})
             sock.close()
             return None
+        # Until the child is the command (``child.FORK_BLOCKED``); the server's own are delivered after the fork.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, child.FORK_BLOCKED)
         pid = os.fork()
         if pid == 0:
             try:
@@ -259,6 +261,7 @@ class WarmServer:
                 return request, fds
             except BaseException:
                 os._exit(70)  # never back into the server's loop
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _close_fds(fds)  # the caller's terminal and pipes are the child's alone now
         self.running[sock] = Running(pid=pid, follows=request.get("follows") is True)
         try:
