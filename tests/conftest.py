@@ -11,6 +11,7 @@ fixture started is stopped at the end of the session unless
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -165,7 +166,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist, and in each stream of the serial tests: each worker gets an agent directory of its
     own, so that two workers' tests never share an agent (its jobs, its journal, its claims). A test that sets
-    ROLLOUT_PLUS_AGENT_DIR itself keeps its own. Otherwise nothing changes."""
+    ROLLOUT_PLUS_AGENT_DIR itself keeps its own. Otherwise nothing changes.
+
+    Ctrl-C as a terminal delivers it: a suite started in the background by a non-interactive shell (`make test &`,
+    `setsid ... &`) inherits SIGINT ignored, and so would every command a test interrupts (an ignored signal
+    stays ignored across exec, and Python then installs no KeyboardInterrupt), so that `agent logs -f` and the
+    warm client's Ctrl-C tests waited out their timeouts in such a run. A handler of our own is reset by exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     worker = os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("ROLLOUT_PLUS_SERIAL_STREAM")
     if worker and "ROLLOUT_PLUS_AGENT_DIR" not in os.environ:
         import tempfile
