@@ -426,7 +426,9 @@ def test_abort_before_and_after_the_switch_goes_back_to_the_stable_and_retry_sta
 def test_undo_during_the_delay_is_a_blue_green_change_back_to_the_kept_replicaset(
     cluster: Cluster, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    v1, v2, timeline, _ = previewing(cluster, namespace, kubeconfig, tmp_path, delay="6s")
+    # The undo must land within the delay: a command's start took over 6 s once at load 9-12 (the promote ended
+    # "promoted"); the promote back at the end waits the delay out.
+    v1, v2, timeline, _ = previewing(cluster, namespace, kubeconfig, tmp_path, delay="20s")
     try:
         promoting = RunningPlugin("promote", "web", "-n", namespace, kubeconfig=kubeconfig)
         try:

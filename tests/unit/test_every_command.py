@@ -206,10 +206,15 @@ def test_every_command_against_an_unreachable_cluster_ends_in_one_line(
         assert "Warning" not in result.stderr, said
         # The first contact gives up after 2.5 s at most; a refused connection is known at once. The start-up
         # measured when the module began is the baseline; past it, the machine may have grown busier since
-        # (xdist workers, other suites): the baseline is measured again beside this command.
+        # (xdist workers, other suites; a CI rehearsal's load of 14 once put two commands 0.02 and 0.3 s over):
+        # then the command runs again and the baseline is measured again beside it, the slowest of two. A command
+        # that waits (a retry, a timeout) waits both times.
         bound = start_up + 2.0
         if elapsed >= bound:
-            bound = max(bound, importing_time(unreachable) + 2.0)
+            _again, elapsed_again = run([*runnable_args(name.split(), command, manifest), *way], unreachable)
+            bound = max(bound, max(importing_time(unreachable) for _ in range(2)) + 2.0)
+            elapsed = min(elapsed, elapsed_again)
+            said += f"(again: {elapsed_again:.1f}s, against {bound:.1f}s)"
         assert elapsed < bound, said
         if name in LOCAL:
             continue
