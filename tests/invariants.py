@@ -24,7 +24,24 @@ def is_healthy(pod: Any) -> bool:
     return is_ready(pod)
 
 
+def pod_health(pod: dict[str, Any]) -> dict[str, Any]:
+    """What ``is_healthy`` and a count by label read of a pod's JSON: its names, labels, deletion and conditions."""
+    metadata = pod.get("metadata") or {}
+    kept = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
+    status = pod.get("status") or {}
+    return {
+        "metadata": {key: metadata[key] for key in kept if key in metadata},
+        "status": {
+            "phase": status.get("phase"),
+            "conditions": [{"type": c.get("type"), "status": c.get("status")} for c in status.get("conditions") or []],
+        },
+    }
+
+
 class HealthyPods(Follower):
+    # a follower of every pod of a namespace (600 in the campaign's test) keeps up only if each event is cheap
+    _trim = staticmethod(pod_health)
+
     def __init__(self, cluster: Cluster, namespace: str, *, label: str = "app") -> None:
         super().__init__()
         self.cluster = cluster

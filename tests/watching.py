@@ -14,9 +14,11 @@ stops before the test is done with it, the test fails with the reason.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any, ClassVar, TypeVar
 
 import pytest
@@ -40,17 +42,46 @@ class WatchLost(AssertionError):
     server stayed out of reach. A test that relies on it fails instead of passing on what it did not see."""
 
 
+#: what a follower keeps of each object it is sent (the raw JSON in, the part to build the model from out)
+Trim = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class _TrimmedWatch(watch.Watch):
+    """A watch that builds each object's model from the part ``trim`` keeps: a pod's full model costs ~1.6 ms to
+    build here, its metadata and conditions ~0.2 ms, and a follower of 600 pods on a loaded machine fell minutes
+    behind the API server building them."""
+
+    def __init__(self, trim: Trim) -> None:
+        super().__init__()
+        self._trim = trim
+
+    def unmarshal_event(self, data: str, return_type: Any) -> Any:
+        try:
+            event = json.loads(data) if data and not data.isspace() else None
+        except json.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict) or event.get("type") in ("BOOKMARK", "ERROR") or not return_type:
+            return super().unmarshal_event(data, return_type)  # as the client has them
+        kept = self._trim(event["object"])
+        event["raw_object"] = kept
+        event["object"] = self._api_client.deserialize(SimpleNamespace(data=json.dumps(kept)), return_type)
+        return event
+
+
 class ResumedWatch:
     """A watch of ``list_func`` from ``resource_version`` that outlives its connections.
 
     ``events`` yields (type, object) in the API server's order, bookmarks taken for their resourceVersion
     only; a dropped connection is opened again from the last resourceVersion delivered. ``stop`` (from any
-    thread) ends it at once.
+    thread) ends it at once. ``trim``: the part of each object to build its model from (all of it by default).
     """
 
-    def __init__(self, list_func: Callable[..., Any], resource_version: str, **list_kwargs: Any) -> None:
+    def __init__(
+        self, list_func: Callable[..., Any], resource_version: str, *, trim: Trim | None = None, **list_kwargs: Any
+    ) -> None:
         self.list_func = list_func
         self.resource_version = resource_version
+        self.trim = trim
         self.list_kwargs = list_kwargs
         #: connections opened again after a drop (a test may print it)
         self.reconnects = 0
@@ -72,7 +103,7 @@ class ResumedWatch:
                 if left <= 0:
                     return
                 seconds = max(1, min(seconds, int(left + 0.999)))
-            self._watch = watch.Watch()
+            self._watch = watch.Watch() if self.trim is None else _TrimmedWatch(self.trim)
             try:
                 for event in self._watch.stream(
                     self.list_func,
@@ -242,12 +273,16 @@ class Follower:
     def _apply(self, kind: str, obj: Any) -> None:
         raise NotImplementedError
 
+    #: the part of each watched object ``_apply`` reads (None: all of it); its metadata's name, namespace and
+    #: resourceVersion must be in it
+    _trim: ClassVar[Trim | None] = None
+
     def _follow(self) -> None:
         func, kwargs = self._listing()
         listing = _listed(func, **kwargs)
         self._seed(listing.items)
         self._delivered.update(_version(o) for o in listing.items)
-        self._stream = ResumedWatch(func, listing.metadata.resource_version, **kwargs)
+        self._stream = ResumedWatch(func, listing.metadata.resource_version, trim=type(self)._trim, **kwargs)
         Follower._running.append(self)
         self._thread.start()
 
