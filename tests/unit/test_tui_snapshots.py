@@ -88,8 +88,14 @@ def settled(*then: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
             await pilot.press(key)
             await pilot.pause(0.05)
             app.flush()
+            # The filter's cursor stays shown: its blink paused as soon as the bar is there, before its first toggle
+            for bar in app.query(FilterBar):
+                bar.cursor_blink = False
+        await pilot.pause()
+        # A toggle already under way when the blink paused (a loaded machine runs the timer late) hid it once:
+        # shown again (with the blink off, this only shows it)
         for bar in app.query(FilterBar):
-            bar.cursor_blink = False
+            bar._restart_blink()
         await pilot.pause()
 
     return run
