@@ -316,9 +316,11 @@ class Follower:
         self.check()
         return held
 
-    def catch_up(self, timeout: float = 30) -> None:
+    def catch_up(self, timeout: float = RECONNECT_FOR + 30) -> None:
         """Wait until the watch has delivered every object as a fresh list shows it now: what the test
-        saw happen by other means is in what this follower recorded."""
+        saw happen by other means is in what this follower recorded. As long as the watch may spend connecting
+        again, and more: a CI rehearsal's 600-pod follower was still 15 events short after 30 s; a watch that
+        gives up raises at once."""
         func, kwargs = self._listing()
         now = {_version(o) for o in _listed(func, **kwargs).items}
         if not self.wait(lambda: now <= self._delivered, timeout=timeout):

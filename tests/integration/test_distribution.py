@@ -65,6 +65,7 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.timeout(900)  # two builds of every archive (the fixture's and this one): 137 s and 163 s at a CI's load
 def test_archives_are_reproducible_and_hold_an_executable_and_the_license(archives: Path, tmp_path: Path) -> None:
     again = run(sys.executable, ROOT / "hack" / "dist" / "build_archives.py", "--out", tmp_path)
     assert again.returncode == 0, again.stderr

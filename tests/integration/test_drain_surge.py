@@ -466,7 +466,12 @@ def test_a_record_whose_lease_is_renewed_is_left_alone_without_waiting_the_lease
     assert "restored a surge" not in result.stderr + result.stdout
     assert record == labels
     assert replicas_of(cluster, namespace, "web") == 2
-    # A renewal is seen within about a second here; waiting the Lease out would take its whole 15 s more.
+    # A renewal is seen within about a second here; waiting the Lease out would take its whole 15 s more. The
+    # baseline is measured again now that the record is gone, the slower of the two kept: a CI rehearsal's load
+    # once made the first 8.3 s and the command 19.1 s.
+    started = time.monotonic()
+    assert run_plugin("uncordon", node, kubeconfig=kubeconfig).returncode == 0
+    baseline = max(baseline, time.monotonic() - started)
     assert took - baseline < 10, f"uncordon took {took:.1f}s ({baseline:.1f}s without the record): it waited"
 
 
