@@ -200,7 +200,8 @@ def test_every_command_against_an_unreachable_cluster_ends_in_one_line(
     manifest = Path(unreachable["KUBECONFIG"]).with_name("web.yaml")
     ways = [["--in-process"], ["--agent"]] if is_job_command(command) else [[]]
     for way in ways:
-        result, elapsed = run([*runnable_args(name.split(), command, manifest), *way], unreachable)
+        args = [*runnable_args(name.split(), command, manifest), *way]
+        result, elapsed = run(args, unreachable)
         said = f"{name} {' '.join(way)} (exit {result.returncode}, {elapsed:.1f}s):\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stdout + result.stderr, said
         assert "Warning" not in result.stderr, said
@@ -211,7 +212,7 @@ def test_every_command_against_an_unreachable_cluster_ends_in_one_line(
         # that waits (a retry, a timeout) waits both times.
         bound = start_up + 2.0
         if elapsed >= bound:
-            _again, elapsed_again = run([*runnable_args(name.split(), command, manifest), *way], unreachable)
+            _again, elapsed_again = run(args, unreachable)
             bound = max(bound, max(importing_time(unreachable) for _ in range(2)) + 2.0)
             elapsed = min(elapsed, elapsed_again)
             said += f"(again: {elapsed_again:.1f}s, against {bound:.1f}s)"
