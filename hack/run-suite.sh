@@ -13,6 +13,9 @@
 #   rollouts in .cluster/tests-rollouts, the rest (surge drains, whose killed records any drain in the cluster
 #   restores) in .cluster/tests-serial. A stream's output is shown when it ends.
 #
+# Then, once all three have ended and the control planes of the first two are stopped, the serial tests of the
+# stream "alone" (hundreds of pods moved: they need the machine to themselves) on .cluster/tests-serial.
+#
 # Each run writes its JUnit report into ROLLOUT_PLUS_JUNIT_DIR when set. Exits non-zero when any run failed,
 # and with pytest's 5 when no run ran a test.
 set -uo pipefail
@@ -89,18 +92,28 @@ for stream in rollouts others; do
   cat "$logs/$stream.log"
 done
 
-# The failures of all three runs once more, last, where a log's tail (CI keeps only the tail) shows them.
-failures=$(grep -h -E '^(FAILED|ERROR) |^run-suite: .*did not start' "$logs/parallel.log" "$logs/rollouts.log" "$logs/others.log" 2>/dev/null)
+# The machine to itself: the control planes of the other runs stopped (when this script started them), then
+# the stream "alone" on the cluster of the stream "others".
+if [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
+  for dir in ${started[@]+"${started[@]}"}; do
+    [ "$dir" = "$root/.cluster/tests-serial" ] || "$python" hack/cluster.py down --dir "$dir" >/dev/null 2>&1
+  done
+fi
+echo "run-suite: ---- the serial stream 'alone', with the machine to itself ----" >&2
+serial_stream alone "$root/.cluster/tests-serial" 2>&1 | tee "$logs/alone.log"
+alone=${PIPESTATUS[0]}
+
+# The failures of all four runs once more, last, where a log's tail (CI keeps only the tail) shows them.
+failures=$(grep -h -E '^(FAILED|ERROR) |^run-suite: .*did not start' "$logs"/{parallel,rollouts,others,alone}.log 2>/dev/null)
 if [ -n "$failures" ]; then
-  echo "run-suite: ---- what failed, in all three runs ----" >&2
+  echo "run-suite: ---- what failed, in all four runs ----" >&2
   echo "$failures" >&2
 fi
 
 # pytest's 5 is "no test ran": fine for one run when another ran some (a -k that selects only one kind).
-if [ "$parallel" = 5 ] && [ "$rollouts" = 5 ] && [ "$others" = 5 ]; then exit 5; fi
-[ "$parallel" = 5 ] && parallel=0
-[ "$rollouts" = 5 ] && rollouts=0
-[ "$others" = 5 ] && others=0
-[ "$parallel" = 0 ] && [ "$rollouts" = 0 ] && [ "$others" = 0 ] && exit 0
-echo "run-suite: failed (exit $parallel for the tests not marked serial; $rollouts and $others for the serial streams rollouts and others)" >&2
+[ "$parallel $rollouts $others $alone" = "5 5 5 5" ] && exit 5
+failed=0
+for code in "$parallel" "$rollouts" "$others" "$alone"; do [ "$code" = 0 ] || [ "$code" = 5 ] || failed=1; done
+[ "$failed" = 0 ] && exit 0
+echo "run-suite: failed (exit $parallel for the tests not marked serial; $rollouts, $others and $alone for the serial streams rollouts, others and alone)" >&2
 exit 1

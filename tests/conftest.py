@@ -136,6 +136,10 @@ def dedicated_nodes(cluster: Cluster, namespace: str) -> Iterator[Callable[[int]
 SERIAL_STREAMS = {
     "rollouts": ("integration/test_rollouts.py", "integration/test_drain.py"),
 }
+#: The stream of the tests that need the machine to themselves (hundreds of pods made and moved on a 2-core
+#: machine): hack/run-suite.sh runs it last, once the other runs have ended and their control planes stopped.
+#: A test joins it with ``@pytest.mark.serial_stream(ALONE)``.
+ALONE = "alone"
 
 
 def _serial_stream(item: pytest.Item) -> str:
@@ -155,8 +159,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
     stream = os.environ.get("ROLLOUT_PLUS_SERIAL_STREAM")
     if stream:
-        if stream not in (*SERIAL_STREAMS, "others"):
-            raise pytest.UsageError(f"ROLLOUT_PLUS_SERIAL_STREAM={stream}: not one of {[*SERIAL_STREAMS, 'others']}")
+        known = [*SERIAL_STREAMS, "others", ALONE]
+        if stream not in known:
+            raise pytest.UsageError(f"ROLLOUT_PLUS_SERIAL_STREAM={stream}: not one of {known}")
         elsewhere = [item for item in items if _serial_stream(item) != stream]
         if elsewhere:
             config.hook.pytest_deselected(items=elsewhere)

@@ -339,7 +339,7 @@ def rotate_pool(
             pool.timeout,
             "--post-hook",
             f"{sys.executable} {hook}",
-            timeout=600,
+            timeout=900,
         )
         healthy.settle(wanted | {"agent": pool.nodes}, timeout=120)
     except BaseException:
@@ -418,7 +418,10 @@ THIRTY_NODES = Pool(
 
 
 @pytest.mark.serial
-@pytest.mark.timeout(900)  # 230-320 s on a loaded 2-core machine: 600 pods made, moved and checked
+# Last and alone (conftest.py ALONE): beside the suite's other runs on a 2-core machine under coverage, the
+# campaign alone outran 600 s (CI, stop 33), its nodes outran 90 s (stop 30).
+@pytest.mark.serial_stream("alone")
+@pytest.mark.timeout(1200)  # 335 s alone on a quiet machine, 475 s beside the unit suite under coverage
 def test_thirty_nodes_and_six_hundred_pods_in_waves_keep_the_budget_the_zones_and_every_pdb(
     cluster: Cluster, namespace: str, dedicated_nodes: Any, kubeconfig: Path, tmp_path: Path
 ) -> None:
