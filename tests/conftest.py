@@ -138,7 +138,7 @@ SERIAL_STREAMS = {
 }
 #: The stream of the tests that need the machine to themselves (hundreds of pods made and moved on a 2-core
 #: machine): hack/run-suite.sh runs it last, once the other runs have ended and their control planes stopped.
-#: A test joins it with ``@pytest.mark.serial_stream(ALONE)``.
+#: A test joins it with ``@pytest.mark.serial_stream("alone")``.
 ALONE = "alone"
 
 
