@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -139,27 +140,38 @@ def test_client_version_needs_no_cluster(tmp_path: Path) -> None:
 def test_request_timeout_bounds_a_server_that_never_answers(tmp_path: Path) -> None:
     import time
 
-    # The baseline: the same command against a port that refuses at once (the interpreter, the client's import).
-    with socket.socket() as closed:
+    def timed(kubeconfig: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+        started = time.monotonic()
+        result = run_plugin("version", "--kubeconfig", str(kubeconfig), "--request-timeout", "1s")
+        return result, time.monotonic() - started
+
+    with socket.socket() as closed, socket.socket() as silent:
+        # The baseline: the same command against a port that refuses at once (the interpreter, the client's
+        # import), measured before and after, the slower kept (the machine's load changes meanwhile).
         closed.bind(("127.0.0.1", 0))  # bound, never listening: refused
         refused = write_kubeconfig(
             tmp_path / "r", contexts={"r": (f"https://127.0.0.1:{closed.getsockname()[1]}", None)}, current="r"
         )
-        started = time.monotonic()
-        assert run_plugin("version", "--kubeconfig", str(refused), "--request-timeout", "1s").returncode == 1
-        baseline = time.monotonic() - started
-
-    with socket.socket() as silent:  # accepts connections (the kernel does), never answers
-        silent.bind(("127.0.0.1", 0))
+        silent.bind(("127.0.0.1", 0))  # accepts connections (the kernel does), never answers
         silent.listen(8)
-        port = silent.getsockname()[1]
-        config = write_kubeconfig(tmp_path / "c", contexts={"s": (f"https://127.0.0.1:{port}", None)}, current="s")
-        started = time.monotonic()
-        result = run_plugin("version", "--kubeconfig", str(config), "--request-timeout", "1s")
-        elapsed = time.monotonic() - started
+        config = write_kubeconfig(
+            tmp_path / "c", contexts={"s": (f"https://127.0.0.1:{silent.getsockname()[1]}", None)}, current="s"
+        )
+
+        def beside_its_baseline() -> tuple[subprocess.CompletedProcess[str], float, float]:
+            before, before_took = timed(refused)
+            result, elapsed = timed(config)
+            after, after_took = timed(refused)
+            assert before.returncode == after.returncode == 1, (before.stderr, after.stderr)
+            return result, elapsed, max(before_took, after_took)
+
+        result, elapsed, baseline = beside_its_baseline()
+        # One first contact of at most --request-timeout (1 s), no retry, beyond the baseline; a loaded machine's
+        # second on top. Over it, once more beside a fresh baseline (a CI rehearsal at load ~10 once put it 1.1 s
+        # over): a command that waits or retries does so both times.
+        if elapsed >= baseline + 1.0 + 1.0:
+            result, elapsed, baseline = beside_its_baseline()
 
     assert result.returncode == 1
     assert "did not answer in time" in result.stderr
-    # One first contact of at most --request-timeout (1 s), no retry, beyond the baseline; a loaded machine's
-    # second on top.
     assert elapsed < baseline + 1.0 + 1.0, (elapsed, baseline)
