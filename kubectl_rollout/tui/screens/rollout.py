@@ -13,6 +13,7 @@ the same rollout jobs as the CLI's commands, each after a confirmation; ``--read
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, RichLog, Static, Tree
 
 from kubectl_rollout.agent.client import cluster_calls
@@ -245,8 +247,10 @@ class RolloutScreen(JobScreen):
             self.recorded_canary = found.canary
             self.pods_error = ""
             self.pods_loads += 1
-        if self.is_mounted:
-            self.show_all()
+        # The answer may come while the screen is being left (its widgets already gone): its resume shows all.
+        if self.is_mounted and self.is_current:
+            with contextlib.suppress(NoMatches):
+                self.show_all()
 
     def show_all(self) -> None:
         if not self.is_mounted:
