@@ -33,10 +33,15 @@ logs=$(mktemp -d "${TMPDIR:-/tmp}/run-suite.XXXXXX")
 
 # The control planes this script started, stopped at the end unless ROLLOUT_PLUS_KEEP_CLUSTER=1.
 started=()
+# stop_started [KEPT]: stops them, but KEPT
+stop_started() {
+  [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" = 1 ] && return 0
+  for dir in ${started[@]+"${started[@]}"}; do
+    [ "$dir" = "${1:-}" ] || "$python" hack/cluster.py down --dir "$dir" >/dev/null 2>&1
+  done
+}
 stop_clusters() {
-  if [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
-    for dir in ${started[@]+"${started[@]}"}; do "$python" hack/cluster.py down --dir "$dir" >/dev/null 2>&1; done
-  fi
+  stop_started
   rm -rf "$logs"
 }
 trap stop_clusters EXIT
@@ -94,11 +99,7 @@ done
 
 # The machine to itself: the control planes of the other runs stopped (when this script started them), then
 # the stream "alone" on the cluster of the stream "others".
-if [ "${ROLLOUT_PLUS_KEEP_CLUSTER:-}" != 1 ]; then
-  for dir in ${started[@]+"${started[@]}"}; do
-    [ "$dir" = "$root/.cluster/tests-serial" ] || "$python" hack/cluster.py down --dir "$dir" >/dev/null 2>&1
-  done
-fi
+stop_started "$root/.cluster/tests-serial"
 echo "run-suite: ---- the serial stream 'alone', with the machine to itself ----" >&2
 serial_stream alone "$root/.cluster/tests-serial" 2>&1 | tee "$logs/alone.log"
 alone=${PIPESTATUS[0]}
