@@ -55,18 +55,26 @@ class SmallStepWait:
     """The driver's wait for a small scale-down, from pass to pass."""
 
     def __init__(self) -> None:
-        #: when the scale-down being held was first held (monotonic seconds), None when none is
+        #: when the passes began to find a small scale-down (monotonic seconds), None since one found none
         self._since: float | None = None
+        #: whether the last pass held its scale-down
+        self._holding = False
 
     def holds(self, small: bool, now: float) -> bool:
-        """Whether this pass holds its scale-down (``small``: ``small_scale_down`` says so); ``now`` monotonic."""
+        """Whether this pass holds its scale-down (``small``: ``small_scale_down`` says so); ``now`` monotonic.
+
+        Once a small scale-down has waited its while, the small ones after it go at once until a pass finds none
+        (the ReplicaSet controller stays busy with a workload whose steps all come small)."""
         if not small:
             self._since = None
+            self._holding = False
             return False
         if self._since is None:
             self._since = now
-        return now - self._since < SMALL_STEP_WAIT
+        self._holding = now - self._since < SMALL_STEP_WAIT
+        return self._holding
 
     def ends_at(self) -> float | None:
-        """When the held scale-down goes whatever comes (monotonic seconds), None when none is held."""
-        return None if self._since is None else self._since + SMALL_STEP_WAIT
+        """When the scale-down held now goes, whatever comes (monotonic seconds); None when none is held (the
+        driver's loop then waits for the next change as usual)."""
+        return self._since + SMALL_STEP_WAIT if self._holding and self._since is not None else None

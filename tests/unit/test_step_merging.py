@@ -95,6 +95,8 @@ def test_a_held_step_goes_after_the_wait_whatever_comes() -> None:
     assert wait.ends_at() == 100.0 + SMALL_STEP_WAIT
     assert wait.holds(True, now=100.0 + SMALL_STEP_WAIT / 2)
     assert not wait.holds(True, now=100.0 + SMALL_STEP_WAIT)
+    assert wait.ends_at() is None, "nothing held: the driver's loop must not wake at a time gone by, again and again"
+    assert not wait.holds(True, now=100.0 + 2 * SMALL_STEP_WAIT), "the small steps after it go at once"
 
 
 def test_a_step_that_is_not_small_ends_the_wait() -> None:
