@@ -45,14 +45,12 @@ from kubectl_rollout.rollout.plan import (
     ScaleReplicaSet,
     SetMinReadySeconds,
     SetRevision,
-    is_scaling_event,
     old_pods_running,
     plan,
     split,
 )
 from kubectl_rollout.rollout.progress_events import condition_changes, outcome_of, progress_event
 from kubectl_rollout.rollout.record import Record, StaleRecord, from_config_map, read, save_spec, save_status
-from kubectl_rollout.rollout.replica_math import max_unavailable
 from kubectl_rollout.rollout.spec import parse_workload
 from kubectl_rollout.rollout.state import (
     FAILED_RS_CREATE,
@@ -68,7 +66,6 @@ from kubectl_rollout.rollout.state import (
     status_message,
     sync_rollout_status,
 )
-from kubectl_rollout.rollout.step_merging import SmallStepWait, small_scale_down
 from kubectl_rollout.rollout.steps.weights import Counts
 from kubectl_rollout.rollout.watched_pods import WatchedPod, live_pods, watched_pod
 
@@ -163,8 +160,6 @@ class RolloutDriver:
         self._blue_green = BlueGreenWalker(cluster, name, context.emit)
         #: when the canary's timed pause ends (epoch seconds), if one runs: the loop wakes then, not up to 1 s later
         self._pause_ends_at: float | None = None
-        #: a small scale-down of the old ReplicaSets waiting for more to come (step_merging.py)
-        self._small_step = SmallStepWait()
         #: each ReplicaSet's template identity, kept from pass to pass
         self._identities = replica_sets.TemplateIdentities()
         #: the collections the driver watches, once started (``prefetch`` or ``run``); the pods' once the record
@@ -427,9 +422,6 @@ class RolloutDriver:
         tick = 1.0
         if self._pause_ends_at is not None:
             tick = min(tick, max(0.0, self._pause_ends_at - time.time()))
-        small_step_ends = self._small_step.ends_at()
-        if small_step_ends is not None:
-            tick = min(tick, max(0.0, small_step_ends - time.monotonic()))
         if self.paused is None:
             self._wake.wait(tick)
             return
@@ -537,17 +529,6 @@ class RolloutDriver:
                 else None
             ),
         )
-        # A rolling step only: never a scaling event's or a paused workload's resize (a pass that does nothing
-        # while paused ends the job), nor a canary's.
-        rolling_step = spec.rolling and not spec.paused and canary.goal is None and not is_scaling_event(spec, managed)
-        small = rolling_step and small_scale_down(
-            actions,
-            managed,
-            new=new.name if new is not None else None,
-            max_unavailable=max_unavailable(spec.replicas, spec.max_surge, spec.max_unavailable, rolling=spec.rolling),
-        )
-        if self._small_step.holds(small, time.monotonic()):
-            actions = []  # before the PDBs' room is spent: a held step spends none
         actions = self._respect_pdbs(actions, managed, new, pdbs, spec.template)
         self._done = []
         by_name = {m.name: m for m in managed}
